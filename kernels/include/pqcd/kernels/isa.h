@@ -1,0 +1,42 @@
+// Instruction-set backends and their run-time selection.
+//
+// The backend is chosen once, at first use, from CPUID and XGETBV (the OS must save YMM/ZMM state):
+// the best supported one, unless the environment variable PQCD_ISA=portable|avx2|avx512 asks for
+// another. Tests and benchmarks may switch with SetActiveIsa(); asking for an ISA the CPU lacks is
+// an error, never an illegal instruction.
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace pqcd::kernels {
+
+enum class Isa : uint8_t { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+
+std::string_view IsaName(Isa isa);
+absl::StatusOr<Isa> ParseIsa(std::string_view name);
+
+// What the CPU and OS support (independent of what is active).
+struct CpuFeatures {
+  bool avx2 = false;     // AVX2 + BMI2 + OS-enabled YMM state
+  bool avx512 = false;   // AVX-512 F+BW+VL+DQ + OS-enabled ZMM/opmask state
+  bool avx512_vbmi = false;
+  bool avx512_ifma = false;
+};
+const CpuFeatures& DetectedCpuFeatures();
+bool IsaSupported(Isa isa);
+Isa BestSupportedIsa();
+
+// The backend in use. The first call reads PQCD_ISA (an unknown or unsupported value is reported by
+// InitIsaFromEnvironment and otherwise falls back to the best supported backend).
+Isa ActiveIsa();
+absl::Status SetActiveIsa(Isa isa);
+// Applies PQCD_ISA; returns the error for an unknown or unsupported value (the daemon exits on it).
+absl::Status InitIsaFromEnvironment();
+
+// For tests: pretend the CPU lacks features (masking), then re-run detection-dependent checks.
+void MaskCpuFeaturesForTesting(const CpuFeatures& mask_off);
+
+}  // namespace pqcd::kernels

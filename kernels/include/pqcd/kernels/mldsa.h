@@ -1,0 +1,171 @@
+// ML-DSA (FIPS 204): ML-DSA-44, ML-DSA-65 and ML-DSA-87, pure and pre-hash (HashML-DSA).
+//
+// Private keys are accepted as the 32-byte seed xi or as the expanded private key encoding sk.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pqcd/kernels/common.h"
+#include "pqcd/kernels/hash.h"
+#include "pqcd/kernels/random.h"
+
+namespace pqcd::kernels {
+
+enum class DsaAlgorithm : uint8_t { kMlDsa44, kMlDsa65, kMlDsa87 };
+
+// HashML-DSA pre-hash functions (FIPS 204 §5.4); kNone selects pure ML-DSA.
+enum class PreHash : uint8_t {
+  kNone,
+  kSha2_224,
+  kSha2_256,
+  kSha2_384,
+  kSha2_512,
+  kSha2_512_224,
+  kSha2_512_256,
+  kSha3_224,
+  kSha3_256,
+  kSha3_384,
+  kSha3_512,
+  kShake128,  // 256-bit output
+  kShake256,  // 512-bit output
+};
+std::string_view PreHashName(PreHash ph);  // ACVP spelling: "SHA2-256", "SHAKE-128", ...
+std::optional<PreHash> ParsePreHashName(std::string_view name);
+
+// How a message is turned into mu.
+struct DsaMessageOptions {
+  Bytes context;                  // 0..255 bytes (FIPS 204 Alg. 2/3/4/5)
+  PreHash prehash = PreHash::kNone;
+  bool external_mu = false;       // the "message" is mu itself (64 bytes); context/prehash unused
+};
+struct DsaSignOptions : DsaMessageOptions {
+  bool deterministic = false;     // rnd = 0^32 instead of fresh randomness
+  Bytes rnd;                      // explicit 32-byte rnd (tests); overrides the two above
+};
+
+struct DsaKeyGenItem {
+  Bytes seed;        // 32 bytes xi, or empty: fresh randomness (then seed_out, if non-empty, gets it)
+  MutBytes pk;
+  MutBytes sk;
+  MutBytes seed_out;  // optional, 32 bytes
+  absl::Status status;
+};
+struct DsaSignItem {
+  Bytes sk;          // 32-byte seed or expanded private key
+  Bytes message;     // or mu when options.external_mu
+  DsaSignOptions options;
+  MutBytes sig;
+  absl::Status status;
+};
+struct DsaVerifyItem {
+  Bytes pk;
+  Bytes message;     // or mu when options.external_mu
+  Bytes sig;
+  DsaMessageOptions options;
+  bool valid = false;  // the verdict when status is OK
+  absl::Status status; // errors are for malformed requests only (e.g. pk length); bad sig -> !valid
+};
+
+template <int K, int L>
+struct MlDsaParams;
+template <>
+struct MlDsaParams<4, 4> {
+  static constexpr int k = 4, l = 4, eta = 2, tau = 39, beta = 78, gamma1_bits = 17, omega = 80,
+                       lambda = 128;
+  static constexpr int32_t gamma2 = (8380417 - 1) / 88;
+  static constexpr std::string_view kName = "ML-DSA-44";
+};
+template <>
+struct MlDsaParams<6, 5> {
+  static constexpr int k = 6, l = 5, eta = 4, tau = 49, beta = 196, gamma1_bits = 19, omega = 55,
+                       lambda = 192;
+  static constexpr int32_t gamma2 = (8380417 - 1) / 32;
+  static constexpr std::string_view kName = "ML-DSA-65";
+};
+template <>
+struct MlDsaParams<8, 7> {
+  static constexpr int k = 8, l = 7, eta = 2, tau = 60, beta = 120, gamma1_bits = 19, omega = 75,
+                       lambda = 256;
+  static constexpr int32_t gamma2 = (8380417 - 1) / 32;
+  static constexpr std::string_view kName = "ML-DSA-87";
+};
+
+template <int K, int L>
+class MlDsa {
+ public:
+  using Params = MlDsaParams<K, L>;
+  static constexpr std::string_view kName = Params::kName;
+  static constexpr size_t kSeedBytes = 32;
+  static constexpr size_t kMuBytes = 64;
+  static constexpr size_t kRndBytes = 32;
+  static constexpr size_t kPublicKeyBytes = 32 + 320 * K;
+  static constexpr size_t kEtaPackedBytes = Params::eta == 2 ? 96 : 128;
+  static constexpr size_t kPrivateKeyBytes = 32 + 32 + 64 + (K + L) * kEtaPackedBytes + 416 * K;
+  static constexpr size_t kSignatureBytes =
+      Params::lambda / 4 + L * 32 * (1 + Params::gamma1_bits) + Params::omega + K;
+
+  // FIPS 204 Alg. 6, ML-DSA.KeyGen_internal(xi).
+  static void KeyGenInternal(std::span<const uint8_t, 32> xi, std::span<uint8_t, kPublicKeyBytes> pk,
+                             std::span<uint8_t, kPrivateKeyBytes> sk);
+  static absl::Status KeyGenFromSeed(Bytes seed, MutBytes pk, MutBytes sk);
+  // FIPS 204 Alg. 1 with fresh randomness; seed_out (32 bytes) optional.
+  static absl::Status KeyGen(MutBytes pk, MutBytes sk, RandomSource& rng, MutBytes seed_out = {});
+  // FIPS 140-3 style pairwise consistency test: sign a fixed message with sk, verify with pk.
+  static absl::Status PairwiseCheck(Bytes pk, Bytes sk);
+
+  // FIPS 204 Alg. 2 (pure) / Alg. 4 (HashML-DSA) / Alg. 7 with external mu, per options.
+  // Hedged unless options.deterministic; options.rnd supplies explicit randomness.
+  static absl::Status Sign(Bytes sk, Bytes message, const DsaSignOptions& options, MutBytes sig,
+                           RandomSource& rng);
+  // FIPS 204 Alg. 7, ML-DSA.Sign_internal(sk, M', rnd) on an already formatted M'.
+  static absl::Status SignInternal(Bytes sk, Bytes mprime, Bytes rnd, MutBytes sig);
+
+  // FIPS 204 Alg. 3 / Alg. 5 / Alg. 8 with external mu. A signature that does not verify
+  // (including a wrong length or a malformed hint) is `false`; errors are for a malformed public
+  // key or options (context > 255 bytes, mu not 64 bytes).
+  static absl::StatusOr<bool> Verify(Bytes pk, Bytes message, Bytes sig,
+                                     const DsaMessageOptions& options);
+  // FIPS 204 Alg. 8 on an already formatted M'.
+  static absl::StatusOr<bool> VerifyInternal(Bytes pk, Bytes mprime, Bytes sig);
+
+  // mu = H(tr || M', 64) for a message formatted per options (lets clients use external mu).
+  static absl::Status ComputeMu(Bytes pk, Bytes message, const DsaMessageOptions& options,
+                                MutBytes mu);
+
+  static void KeyGenBatch(std::span<DsaKeyGenItem> items, RandomSource& rng);
+  static void SignBatch(std::span<DsaSignItem> items, RandomSource& rng);
+  static void VerifyBatch(std::span<DsaVerifyItem> items);
+};
+
+using MlDsa44 = MlDsa<4, 4>;
+using MlDsa65 = MlDsa<6, 5>;
+using MlDsa87 = MlDsa<8, 7>;
+
+// FIPS 204 Table 2 sizes.
+static_assert(MlDsa44::kPublicKeyBytes == 1312 && MlDsa44::kPrivateKeyBytes == 2560 &&
+              MlDsa44::kSignatureBytes == 2420);
+static_assert(MlDsa65::kPublicKeyBytes == 1952 && MlDsa65::kPrivateKeyBytes == 4032 &&
+              MlDsa65::kSignatureBytes == 3309);
+static_assert(MlDsa87::kPublicKeyBytes == 2592 && MlDsa87::kPrivateKeyBytes == 4896 &&
+              MlDsa87::kSignatureBytes == 4627);
+
+extern template class MlDsa<4, 4>;
+extern template class MlDsa<6, 5>;
+extern template class MlDsa<8, 7>;
+
+struct DsaInfo {
+  DsaAlgorithm algorithm;
+  std::string_view name;
+  size_t pk_bytes, sk_bytes, sig_bytes, seed_bytes;
+  void (*keygen_batch)(std::span<DsaKeyGenItem>, RandomSource&);
+  void (*sign_batch)(std::span<DsaSignItem>, RandomSource&);
+  void (*verify_batch)(std::span<DsaVerifyItem>);
+  absl::Status (*pairwise_check)(Bytes pk, Bytes sk);
+};
+const DsaInfo& GetDsaInfo(DsaAlgorithm alg);
+
+}  // namespace pqcd::kernels

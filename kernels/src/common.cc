@@ -1,0 +1,43 @@
+#include "pqcd/kernels/common.h"
+
+#include <openssl/crypto.h>
+
+#if defined(PQCD_HAVE_VALGRIND)
+#include <valgrind/memcheck.h>
+#endif
+
+namespace pqcd::kernels {
+
+void SecureZero(void* p, size_t n) {
+  if (n != 0) OPENSSL_cleanse(p, n);
+}
+
+void CtSecret(const void* p, size_t n) {
+#if defined(PQCD_HAVE_VALGRIND)
+  VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+void CtPublic(const void* p, size_t n) {
+#if defined(PQCD_HAVE_VALGRIND)
+  VALGRIND_MAKE_MEM_DEFINED(p, n);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+uint8_t CtCompare(const uint8_t* a, const uint8_t* b, size_t n) {
+  uint8_t acc = 0;
+  for (size_t i = 0; i < n; ++i) acc |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return acc;
+}
+
+void CtSelect(uint8_t* dst, const uint8_t* src, size_t n, uint8_t mask) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(dst[i] ^ (mask & (dst[i] ^ src[i])));
+}
+
+}  // namespace pqcd::kernels

@@ -1,0 +1,192 @@
+// The generic hasher: our Keccak and SM3, OpenSSL EVP for SHA-2.
+#include "pqcd/kernels/hash.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace pqcd::kernels {
+namespace {
+
+struct HashDesc {
+  HashAlgorithm alg;
+  std::string_view name;
+  size_t digest_bytes;
+  size_t rate;     // Keccak rate in bytes, 0 otherwise
+  uint8_t suffix;  // Keccak domain suffix
+  const char* evp_name;
+};
+
+constexpr std::array<HashDesc, kNumHashAlgorithms> kHashes = {{
+    {HashAlgorithm::kSha3_224, "SHA3-224", 28, 144, 0x06, nullptr},
+    {HashAlgorithm::kSha3_256, "SHA3-256", 32, 136, 0x06, nullptr},
+    {HashAlgorithm::kSha3_384, "SHA3-384", 48, 104, 0x06, nullptr},
+    {HashAlgorithm::kSha3_512, "SHA3-512", 64, 72, 0x06, nullptr},
+    {HashAlgorithm::kShake128, "SHAKE-128", 32, 168, 0x1f, nullptr},
+    {HashAlgorithm::kShake256, "SHAKE-256", 64, 136, 0x1f, nullptr},
+    {HashAlgorithm::kSm3, "SM3", 32, 0, 0, nullptr},
+    {HashAlgorithm::kSha2_224, "SHA2-224", 28, 0, 0, "SHA2-224"},
+    {HashAlgorithm::kSha2_256, "SHA2-256", 32, 0, 0, "SHA2-256"},
+    {HashAlgorithm::kSha2_384, "SHA2-384", 48, 0, 0, "SHA2-384"},
+    {HashAlgorithm::kSha2_512, "SHA2-512", 64, 0, 0, "SHA2-512"},
+    {HashAlgorithm::kSha2_512_224, "SHA2-512/224", 28, 0, 0, "SHA2-512/224"},
+    {HashAlgorithm::kSha2_512_256, "SHA2-512/256", 32, 0, 0, "SHA2-512/256"},
+}};
+
+const HashDesc& Desc(HashAlgorithm alg) { return kHashes[static_cast<size_t>(alg)]; }
+
+// Fetched once; EVP_MD objects are immutable and shareable between threads.
+const EVP_MD* EvpMd(HashAlgorithm alg) {
+  static const std::array<const EVP_MD*, kNumHashAlgorithms> mds = [] {
+    std::array<const EVP_MD*, kNumHashAlgorithms> out{};
+    for (const HashDesc& d : kHashes) {
+      if (d.evp_name != nullptr) {
+        out[static_cast<size_t>(d.alg)] = EVP_MD_fetch(nullptr, d.evp_name, nullptr);
+      }
+    }
+    return out;
+  }();
+  return mds[static_cast<size_t>(alg)];
+}
+
+std::string Canonical(std::string_view name) {
+  std::string s;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == ' ') continue;
+    s.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  return s;
+}
+
+}  // namespace
+
+struct Hasher::EvpState {
+  EVP_MD_CTX* ctx = nullptr;
+  ~EvpState() { EVP_MD_CTX_free(ctx); }
+};
+
+std::string_view HashName(HashAlgorithm alg) { return Desc(alg).name; }
+
+std::optional<HashAlgorithm> ParseHashName(std::string_view name) {
+  const std::string want = Canonical(name);
+  for (const HashDesc& d : kHashes) {
+    const std::string have = Canonical(d.name);
+    if (want == have) return d.alg;
+    // "SHA256" / "SHA512/256" without the family digit.
+    if (have.rfind("SHA2", 0) == 0 && want == "SHA" + have.substr(4)) return d.alg;
+  }
+  return std::nullopt;
+}
+
+size_t HashDigestBytes(HashAlgorithm alg) { return Desc(alg).digest_bytes; }
+bool HashIsXof(HashAlgorithm alg) {
+  return alg == HashAlgorithm::kShake128 || alg == HashAlgorithm::kShake256;
+}
+
+Hasher::Hasher(HashAlgorithm alg) : alg_(alg), state_(Sm3()) {}
+Hasher::Hasher(Hasher&&) noexcept = default;
+Hasher& Hasher::operator=(Hasher&&) noexcept = default;
+Hasher::~Hasher() = default;
+
+absl::StatusOr<Hasher> Hasher::Create(HashAlgorithm alg) {
+  if (static_cast<size_t>(alg) >= kHashes.size()) {
+    return absl::InvalidArgumentError("unknown hash algorithm");
+  }
+  Hasher h(alg);
+  const HashDesc& d = Desc(alg);
+  if (d.rate != 0) {
+    h.state_.emplace<KeccakSponge>(d.rate, d.suffix);
+  } else if (d.evp_name != nullptr) {
+    const EVP_MD* md = EvpMd(alg);
+    auto evp = std::make_unique<EvpState>();
+    evp->ctx = EVP_MD_CTX_new();
+    if (md == nullptr || evp->ctx == nullptr || EVP_DigestInit_ex(evp->ctx, md, nullptr) != 1) {
+      return absl::InternalError(std::string("OpenSSL cannot provide ") + d.evp_name);
+    }
+    h.state_ = std::move(evp);
+  }
+  return h;
+}
+
+void Hasher::Update(Bytes in) {
+  if (auto* k = std::get_if<KeccakSponge>(&state_)) {
+    k->Absorb(in);
+  } else if (auto* s = std::get_if<Sm3>(&state_)) {
+    s->Update(in);
+  } else {
+    EVP_DigestUpdate(std::get<std::unique_ptr<EvpState>>(state_)->ctx, in.data(), in.size());
+  }
+}
+
+absl::Status Hasher::Finish(MutBytes out) {
+  const HashDesc& d = Desc(alg_);
+  if (!HashIsXof(alg_) && out.size() != d.digest_bytes) {
+    return absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
+                                      std::to_string(d.digest_bytes) + " bytes, got " +
+                                      std::to_string(out.size()));
+  }
+  if (auto* k = std::get_if<KeccakSponge>(&state_)) {
+    k->Squeeze(out);
+  } else if (auto* s = std::get_if<Sm3>(&state_)) {
+    s->Final(std::span<uint8_t, Sm3::kDigestBytes>(out.data(), Sm3::kDigestBytes));
+  } else {
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(std::get<std::unique_ptr<EvpState>>(state_)->ctx, out.data(), &len) != 1) {
+      return absl::InternalError("OpenSSL digest failed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Hasher::Reset() {
+  if (auto* k = std::get_if<KeccakSponge>(&state_)) {
+    k->Reset();
+  } else if (auto* s = std::get_if<Sm3>(&state_)) {
+    s->Reset();
+  } else {
+    EVP_DigestInit_ex(std::get<std::unique_ptr<EvpState>>(state_)->ctx, EvpMd(alg_), nullptr);
+  }
+}
+
+absl::Status Hash(HashAlgorithm alg, Bytes in, MutBytes out) {
+  const HashDesc& d = Desc(alg);
+  if (!HashIsXof(alg) && out.size() != d.digest_bytes) {
+    return absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
+                                      std::to_string(d.digest_bytes) + " bytes, got " +
+                                      std::to_string(out.size()));
+  }
+  if (d.rate != 0) {
+    KeccakSponge k(d.rate, d.suffix);
+    k.Absorb(in);
+    k.Squeeze(out);
+    return absl::OkStatus();
+  }
+  if (alg == HashAlgorithm::kSm3) {
+    Sm3Digest(in, std::span<uint8_t, Sm3::kDigestBytes>(out.data(), Sm3::kDigestBytes));
+    return absl::OkStatus();
+  }
+  // One-shot EVP without a context allocation.
+  unsigned int len = 0;
+  if (EVP_Digest(in.data(), in.size(), out.data(), &len, EvpMd(alg), nullptr) != 1) {
+    return absl::InternalError(std::string("OpenSSL digest failed for ") + d.evp_name);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins, std::span<const MutBytes> outs,
+                       absl::Status* statuses) {
+  if (ins.size() != outs.size()) {
+    return absl::InvalidArgumentError("HashBatch: inputs and outputs differ in count");
+  }
+  absl::Status first;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    absl::Status s = Hash(alg, ins[i], outs[i]);
+    if (!s.ok() && first.ok()) first = s;
+    if (statuses != nullptr) statuses[i] = std::move(s);
+  }
+  return first;
+}
+
+}  // namespace pqcd::kernels

@@ -1,0 +1,142 @@
+// CPUID/XGETBV detection and the process-wide backend choice.
+#include "pqcd/kernels/isa.h"
+
+#include <cpuid.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace pqcd::kernels {
+namespace {
+
+uint64_t ReadXcr0() {
+  uint32_t eax, edx;
+  // xgetbv with ecx = 0; only executed after CPUID reported OSXSAVE.
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+CpuFeatures Detect() {
+  CpuFeatures f;
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx) || eax < 7) return f;
+  __cpuid_count(1, 0, eax, ebx, ecx, edx);
+  const bool osxsave = (ecx >> 27) & 1;
+  const bool avx = (ecx >> 28) & 1;
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = ReadXcr0();
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;          // + opmask, ZMM_Hi256, Hi16_ZMM
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool avx2 = (ebx >> 5) & 1, bmi2 = (ebx >> 8) & 1;
+  const bool f512 = (ebx >> 16) & 1, dq = (ebx >> 17) & 1, ifma = (ebx >> 21) & 1;
+  const bool bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1;
+  const bool vbmi = (ecx >> 1) & 1;
+  f.avx2 = ymm_state && avx2 && bmi2;
+  f.avx512 = f.avx2 && zmm_state && f512 && dq && bw && vl;
+  f.avx512_vbmi = f.avx512 && vbmi;
+  f.avx512_ifma = f.avx512 && ifma;
+  return f;
+}
+
+CpuFeatures& Features() {
+  static CpuFeatures features = Detect();
+  return features;
+}
+
+std::atomic<int> g_active{-1};
+std::once_flag g_env_once;
+
+void ApplyEnvironmentOnce() {
+  std::call_once(g_env_once, [] {
+    if (g_active.load() >= 0) return;  // SetActiveIsa came first
+    if (!InitIsaFromEnvironment().ok()) g_active.store(static_cast<int>(BestSupportedIsa()));
+  });
+}
+
+}  // namespace
+
+std::string_view IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable:
+      return "portable";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Isa> ParseIsa(std::string_view name) {
+  if (name == "portable" || name == "ref" || name == "scalar") return Isa::kPortable;
+  if (name == "avx2") return Isa::kAvx2;
+  if (name == "avx512") return Isa::kAvx512;
+  return absl::InvalidArgumentError("unknown ISA '" + std::string(name) +
+                                    "' (expected portable, avx2 or avx512)");
+}
+
+const CpuFeatures& DetectedCpuFeatures() { return Features(); }
+
+bool IsaSupported(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable:
+      return true;
+    case Isa::kAvx2:
+      return Features().avx2;
+    case Isa::kAvx512:
+      return Features().avx512;
+  }
+  return false;
+}
+
+Isa BestSupportedIsa() {
+  if (IsaSupported(Isa::kAvx512)) return Isa::kAvx512;
+  if (IsaSupported(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kPortable;
+}
+
+Isa ActiveIsa() {
+  int v = g_active.load(std::memory_order_acquire);
+  if (v < 0) {
+    ApplyEnvironmentOnce();
+    v = g_active.load(std::memory_order_acquire);
+  }
+  return static_cast<Isa>(v);
+}
+
+absl::Status SetActiveIsa(Isa isa) {
+  if (!IsaSupported(isa)) {
+    return absl::FailedPreconditionError("ISA '" + std::string(IsaName(isa)) +
+                                         "' is not supported by this CPU/OS");
+  }
+  g_active.store(static_cast<int>(isa), std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::Status InitIsaFromEnvironment() {
+  const char* env = std::getenv("PQCD_ISA");
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") {
+    g_active.store(static_cast<int>(BestSupportedIsa()), std::memory_order_release);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Isa> isa = ParseIsa(env);
+  if (!isa.ok()) return isa.status();
+  return SetActiveIsa(*isa);
+}
+
+void MaskCpuFeaturesForTesting(const CpuFeatures& mask_off) {
+  CpuFeatures& f = Features();
+  if (mask_off.avx2) f.avx2 = false;
+  if (mask_off.avx2 || mask_off.avx512) f.avx512 = false;
+  if (!f.avx512 || mask_off.avx512_vbmi) f.avx512_vbmi = false;
+  if (!f.avx512 || mask_off.avx512_ifma) f.avx512_ifma = false;
+  const int active = g_active.load();
+  if (active >= 0 && !IsaSupported(static_cast<Isa>(active))) {
+    g_active.store(static_cast<int>(BestSupportedIsa()));
+  }
+}
+
+}  // namespace pqcd::kernels

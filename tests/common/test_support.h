@@ -1,0 +1,40 @@
+// Helpers shared by the tests: where the official vectors are, JSON loading, hex.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace pqcd::testing {
+
+// The vectors folder: $PQCD_VECTORS_DIR if set, else ../shared/vectors beside the repository.
+std::filesystem::path VectorsDir();
+// Parses vectors/<relative>; fails the current test (and returns null) when it is missing.
+nlohmann::json LoadVectorJson(const std::string& relative);
+
+std::vector<uint8_t> FromHex(std::string_view hex);
+std::string ToHex(const uint8_t* data, size_t n);
+inline std::string ToHex(const std::vector<uint8_t>& v) { return ToHex(v.data(), v.size()); }
+
+// Counts cases per file/parameter set and prints a summary line at the end of the test program;
+// a test that registers a file and runs zero cases of it fails.
+class VectorCounter {
+ public:
+  explicit VectorCounter(std::string file) : file_(std::move(file)) {}
+  ~VectorCounter();
+  void Pass(const std::string& group) { ++passed_[group]; }
+  void Fail(const std::string& group) { ++failed_[group]; }
+  size_t total_passed() const;
+  size_t total_failed() const;
+
+ private:
+  std::string file_;
+  std::map<std::string, size_t> passed_, failed_;
+};
+
+}  // namespace pqcd::testing
