@@ -35,7 +35,9 @@ constexpr std::array<HashDesc, kNumHashAlgorithms> kHashes = {{
     {HashAlgorithm::kSha2_512_256, "SHA2-512/256", 32, 0, 0, "SHA2-512/256"},
 }};
 
-const HashDesc& Desc(HashAlgorithm alg) { return kHashes[static_cast<size_t>(alg)]; }
+const HashDesc& Desc(HashAlgorithm alg) {
+  return kHashes[static_cast<size_t>(alg)];
+}
 
 // Fetched once; EVP_MD objects are immutable and shareable between threads.
 const EVP_MD* EvpMd(HashAlgorithm alg) {
@@ -67,7 +69,9 @@ struct Hasher::EvpState {
   ~EvpState() { EVP_MD_CTX_free(ctx); }
 };
 
-std::string_view HashName(HashAlgorithm alg) { return Desc(alg).name; }
+std::string_view HashName(HashAlgorithm alg) {
+  return Desc(alg).name;
+}
 
 std::optional<HashAlgorithm> ParseHashName(std::string_view name) {
   const std::string want = Canonical(name);
@@ -80,7 +84,9 @@ std::optional<HashAlgorithm> ParseHashName(std::string_view name) {
   return std::nullopt;
 }
 
-size_t HashDigestBytes(HashAlgorithm alg) { return Desc(alg).digest_bytes; }
+size_t HashDigestBytes(HashAlgorithm alg) {
+  return Desc(alg).digest_bytes;
+}
 bool HashIsXof(HashAlgorithm alg) {
   return alg == HashAlgorithm::kShake128 || alg == HashAlgorithm::kShake256;
 }
@@ -133,7 +139,8 @@ absl::Status Hasher::Finish(MutBytes out) {
     s->Final(std::span<uint8_t, Sm3::kDigestBytes>(out.data(), Sm3::kDigestBytes));
   } else {
     unsigned int len = 0;
-    if (EVP_DigestFinal_ex(std::get<std::unique_ptr<EvpState>>(state_)->ctx, out.data(), &len) != 1) {
+    if (EVP_DigestFinal_ex(std::get<std::unique_ptr<EvpState>>(state_)->ctx, out.data(), &len) !=
+        1) {
       return absl::InternalError("OpenSSL digest failed");
     }
   }
@@ -151,6 +158,9 @@ void Hasher::Reset() {
 }
 
 absl::Status Hash(HashAlgorithm alg, Bytes in, MutBytes out) {
+  if (static_cast<size_t>(alg) >= kHashes.size()) {
+    return absl::InvalidArgumentError("unknown hash algorithm");
+  }
   const HashDesc& d = Desc(alg);
   if (!HashIsXof(alg) && out.size() != d.digest_bytes) {
     return absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
@@ -175,8 +185,8 @@ absl::Status Hash(HashAlgorithm alg, Bytes in, MutBytes out) {
   return absl::OkStatus();
 }
 
-absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins, std::span<const MutBytes> outs,
-                       absl::Status* statuses) {
+absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
+                       std::span<const MutBytes> outs, absl::Status* statuses) {
   if (ins.size() != outs.size()) {
     return absl::InvalidArgumentError("HashBatch: inputs and outputs differ in count");
   }

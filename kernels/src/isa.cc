@@ -27,8 +27,8 @@ CpuFeatures Detect() {
   const bool avx = (ecx >> 28) & 1;
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = ReadXcr0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;          // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = (ebx >> 5) & 1, bmi2 = (ebx >> 8) & 1;
   const bool f512 = (ebx >> 16) & 1, dq = (ebx >> 17) & 1, ifma = (ebx >> 21) & 1;
@@ -78,7 +78,9 @@ absl::StatusOr<Isa> ParseIsa(std::string_view name) {
                                     "' (expected portable, avx2 or avx512)");
 }
 
-const CpuFeatures& DetectedCpuFeatures() { return Features(); }
+const CpuFeatures& DetectedCpuFeatures() {
+  return Features();
+}
 
 bool IsaSupported(Isa isa) {
   switch (isa) {

@@ -15,7 +15,9 @@ constexpr uint64_t kRoundConstants[24] = {
     0x8000000000008002ULL, 0x8000000000000080ULL, 0x000000000000800aULL, 0x800000008000000aULL,
     0x8000000080008081ULL, 0x8000000000008080ULL, 0x0000000080000001ULL, 0x8000000080008008ULL};
 
-inline uint64_t Rotl(uint64_t x, int n) { return (x << n) | (x >> ((64 - n) & 63)); }
+inline uint64_t Rotl(uint64_t x, int n) {
+  return (x << n) | (x >> ((64 - n) & 63));
+}
 
 }  // namespace
 
@@ -100,14 +102,18 @@ void KeccakF1600Portable(uint64_t s[kKeccakLanes]) {
   s[20] = a20, s[21] = a21, s[22] = a22, s[23] = a23, s[24] = a24;
 }
 
-void KeccakF1600(uint64_t state[kKeccakLanes]) { KeccakF1600Portable(state); }
+void KeccakF1600(uint64_t state[kKeccakLanes]) {
+  KeccakF1600Portable(state);
+}
 
 KeccakSponge::KeccakSponge(size_t rate_bytes, uint8_t suffix)
     : rate_(static_cast<uint16_t>(rate_bytes)), pos_(0), suffix_(suffix), squeezing_(false) {
   std::memset(state_, 0, sizeof(state_));
 }
 
-KeccakSponge::~KeccakSponge() { SecureZero(state_, sizeof(state_)); }
+KeccakSponge::~KeccakSponge() {
+  SecureZero(state_, sizeof(state_));
+}
 
 void KeccakSponge::Reset() {
   SecureZero(state_, sizeof(state_));
@@ -128,6 +134,8 @@ void KeccakSponge::Absorb(Bytes in) {
       pos_ = 0;
     }
   }
+  // All input went into the partial block: keep pos_ (the tail code below assumes pos_ == 0).
+  if (n == 0) return;
   // Whole blocks, a lane at a time.
   while (n >= rate_) {
     for (size_t i = 0; i < rate_ / 8u; ++i) {

@@ -9,9 +9,15 @@ namespace {
 constexpr uint32_t kIv[8] = {0x7380166f, 0x4914b2b9, 0x172442d7, 0xda8a0600,
                              0xa96f30bc, 0x163138aa, 0xe38dee4d, 0xb0fb0e4e};
 
-inline uint32_t Rotl(uint32_t x, int n) { return (x << (n & 31)) | (x >> ((32 - n) & 31)); }
-inline uint32_t P0(uint32_t x) { return x ^ Rotl(x, 9) ^ Rotl(x, 17); }
-inline uint32_t P1(uint32_t x) { return x ^ Rotl(x, 15) ^ Rotl(x, 23); }
+inline uint32_t Rotl(uint32_t x, int n) {
+  return (x << (n & 31)) | (x >> ((32 - n) & 31));
+}
+inline uint32_t P0(uint32_t x) {
+  return x ^ Rotl(x, 9) ^ Rotl(x, 17);
+}
+inline uint32_t P1(uint32_t x) {
+  return x ^ Rotl(x, 15) ^ Rotl(x, 23);
+}
 inline uint32_t LoadBe32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }

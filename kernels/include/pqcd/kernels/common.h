@@ -8,7 +8,8 @@
 
 namespace pqcd::kernels {
 
-static_assert(std::endian::native == std::endian::little, "pqcd kernels assume a little-endian CPU");
+static_assert(std::endian::native == std::endian::little,
+              "pqcd kernels assume a little-endian CPU");
 
 using Bytes = std::span<const uint8_t>;
 using MutBytes = std::span<uint8_t>;
@@ -34,10 +35,10 @@ class ZeroOnExit {
   T& object_;
 };
 
-// Constant-time test markers. Under valgrind memcheck, CtSecret marks bytes as undefined so that any
-// branch or memory index that depends on them is reported; CtPublic declassifies a value that the
-// algorithm is allowed to reveal (a public seed, the ML-DSA rejection decision). Outside valgrind
-// both are a handful of no-op instructions.
+// Constant-time test markers. Under valgrind memcheck, CtSecret marks bytes as undefined so that
+// any branch or memory index that depends on them is reported; CtPublic declassifies a value that
+// the algorithm is allowed to reveal (a public seed, the ML-DSA rejection decision). Outside
+// valgrind both are a handful of no-op instructions.
 void CtSecret(const void* p, size_t n);
 void CtPublic(const void* p, size_t n);
 

@@ -65,7 +65,7 @@ absl::Status Hash(HashAlgorithm alg, Bytes in, MutBytes out);
 
 // Batch entry point: hashes ins[i] into outs[i] for every i (independent messages). statuses, if
 // non-null, receives one status per item; the return value is the first error, if any.
-absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins, std::span<const MutBytes> outs,
-                       absl::Status* statuses = nullptr);
+absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
+                       std::span<const MutBytes> outs, absl::Status* statuses = nullptr);
 
 }  // namespace pqcd::kernels

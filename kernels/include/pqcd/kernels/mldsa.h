@@ -38,36 +38,37 @@ std::optional<PreHash> ParsePreHashName(std::string_view name);
 
 // How a message is turned into mu.
 struct DsaMessageOptions {
-  Bytes context;                  // 0..255 bytes (FIPS 204 Alg. 2/3/4/5)
+  Bytes context;  // 0..255 bytes (FIPS 204 Alg. 2/3/4/5)
   PreHash prehash = PreHash::kNone;
-  bool external_mu = false;       // the "message" is mu itself (64 bytes); context/prehash unused
+  bool external_mu = false;  // the "message" is mu itself (64 bytes); context/prehash unused
 };
 struct DsaSignOptions : DsaMessageOptions {
-  bool deterministic = false;     // rnd = 0^32 instead of fresh randomness
-  Bytes rnd;                      // explicit 32-byte rnd (tests); overrides the two above
+  bool deterministic = false;  // rnd = 0^32 instead of fresh randomness
+  Bytes rnd;                   // explicit 32-byte rnd (tests); overrides the two above
 };
 
 struct DsaKeyGenItem {
-  Bytes seed;        // 32 bytes xi, or empty: fresh randomness (then seed_out, if non-empty, gets it)
+  Bytes seed;  // 32 bytes xi, or empty: fresh randomness (then seed_out, if non-empty, gets it)
   MutBytes pk;
   MutBytes sk;
   MutBytes seed_out;  // optional, 32 bytes
   absl::Status status;
 };
 struct DsaSignItem {
-  Bytes sk;          // 32-byte seed or expanded private key
-  Bytes message;     // or mu when options.external_mu
+  Bytes sk;       // 32-byte seed or expanded private key
+  Bytes message;  // or mu when options.external_mu
   DsaSignOptions options;
   MutBytes sig;
   absl::Status status;
 };
 struct DsaVerifyItem {
   Bytes pk;
-  Bytes message;     // or mu when options.external_mu
+  Bytes message;  // or mu when options.external_mu
   Bytes sig;
   DsaMessageOptions options;
   bool valid = false;  // the verdict when status is OK
-  absl::Status status; // errors are for malformed requests only (e.g. pk length); bad sig -> !valid
+  absl::Status
+      status;  // errors are for malformed requests only (e.g. pk length); bad sig -> !valid
 };
 
 template <int K, int L>
@@ -109,7 +110,8 @@ class MlDsa {
       Params::lambda / 4 + L * 32 * (1 + Params::gamma1_bits) + Params::omega + K;
 
   // FIPS 204 Alg. 6, ML-DSA.KeyGen_internal(xi).
-  static void KeyGenInternal(std::span<const uint8_t, 32> xi, std::span<uint8_t, kPublicKeyBytes> pk,
+  static void KeyGenInternal(std::span<const uint8_t, 32> xi,
+                             std::span<uint8_t, kPublicKeyBytes> pk,
                              std::span<uint8_t, kPrivateKeyBytes> sk);
   static absl::Status KeyGenFromSeed(Bytes seed, MutBytes pk, MutBytes sk);
   // FIPS 204 Alg. 1 with fresh randomness; seed_out (32 bytes) optional.

@@ -18,23 +18,23 @@ enum class KemAlgorithm : uint8_t { kMlKem512, kMlKem768, kMlKem1024 };
 // Items of the batch entry points. Views point at caller-owned memory; each item gets its own
 // status (one bad item never affects the others).
 struct KemKeyGenItem {
-  Bytes seed;    // 64 bytes d||z, or empty: fresh randomness (then seed_out, if non-empty, gets it)
-  MutBytes ek;   // kEncapsKeyBytes
-  MutBytes dk;   // kDecapsKeyBytes
+  Bytes seed;   // 64 bytes d||z, or empty: fresh randomness (then seed_out, if non-empty, gets it)
+  MutBytes ek;  // kEncapsKeyBytes
+  MutBytes dk;  // kDecapsKeyBytes
   MutBytes seed_out;  // optional, 64 bytes
   absl::Status status;
 };
 struct KemEncapsItem {
-  Bytes ek;      // kEncapsKeyBytes
-  Bytes m;       // 32 bytes of encapsulation randomness (tests), or empty: fresh randomness
-  MutBytes ct;   // kCiphertextBytes
-  MutBytes ss;   // 32 bytes
+  Bytes ek;     // kEncapsKeyBytes
+  Bytes m;      // 32 bytes of encapsulation randomness (tests), or empty: fresh randomness
+  MutBytes ct;  // kCiphertextBytes
+  MutBytes ss;  // 32 bytes
   absl::Status status;
 };
 struct KemDecapsItem {
-  Bytes dk;      // 64-byte seed or kDecapsKeyBytes expanded key
-  Bytes ct;      // kCiphertextBytes
-  MutBytes ss;   // 32 bytes
+  Bytes dk;     // 64-byte seed or kDecapsKeyBytes expanded key
+  Bytes ct;     // kCiphertextBytes
+  MutBytes ss;  // 32 bytes
   absl::Status status;
 };
 

@@ -20,7 +20,8 @@ class RandomSource {
 // getrandom(2) backed source; thread-safe, no state.
 RandomSource& OsRandom();
 
-// Deterministic stream: SHAKE256(seed), read sequentially. Not thread-safe; for tests and benchmarks.
+// Deterministic stream: SHAKE256(seed), read sequentially. Not thread-safe; for tests and
+// benchmarks.
 class SeededRandom final : public RandomSource {
  public:
   explicit SeededRandom(Bytes seed);
