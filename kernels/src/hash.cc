@@ -7,6 +7,9 @@
 #include <cctype>
 #include <string>
 
+#include "keccak/sha3_multi.h"
+#include "sm3/sm3_multi.h"
+
 namespace pqcd::kernels {
 namespace {
 
@@ -190,12 +193,41 @@ absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
   if (ins.size() != outs.size()) {
     return absl::InvalidArgumentError("HashBatch: inputs and outputs differ in count");
   }
+  const HashDesc& d = Desc(alg);
+  const bool multi_lane = d.rate != 0 || alg == HashAlgorithm::kSm3;
   absl::Status first;
+  // Valid items go to the multi-lane kernels in chunks (fixed-size arrays: no allocation).
+  constexpr size_t kChunk = 64;
+  Bytes chunk_in[kChunk];
+  MutBytes chunk_out[kChunk];
+  size_t pending = 0;
+  auto flush = [&] {
+    if (pending == 0) return;
+    if (alg == HashAlgorithm::kSm3) {
+      Sm3DigestBatch(std::span(chunk_in, pending), std::span(chunk_out, pending));
+    } else {
+      KeccakDigestBatch(d.rate, d.suffix, std::span(chunk_in, pending),
+                        std::span(chunk_out, pending));
+    }
+    pending = 0;
+  };
   for (size_t i = 0; i < ins.size(); ++i) {
-    absl::Status s = Hash(alg, ins[i], outs[i]);
+    absl::Status s;
+    if (!HashIsXof(alg) && outs[i].size() != d.digest_bytes) {
+      s = absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
+                                     std::to_string(d.digest_bytes) + " bytes, got " +
+                                     std::to_string(outs[i].size()));
+    } else if (multi_lane) {
+      chunk_in[pending] = ins[i];
+      chunk_out[pending] = outs[i];
+      if (++pending == kChunk) flush();
+    } else {
+      s = Hash(alg, ins[i], outs[i]);
+    }
     if (!s.ok() && first.ok()) first = s;
     if (statuses != nullptr) statuses[i] = std::move(s);
   }
+  flush();
   return first;
 }
 
