@@ -4,11 +4,15 @@
 #include <cpuid.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
 namespace pqcd::kernels {
+
+bool BackendSelfTestPasses(Isa isa);  // isa_selftest.cc
+
 namespace {
 
 uint64_t ReadXcr0() {
@@ -38,6 +42,15 @@ CpuFeatures Detect() {
   f.avx512 = f.avx2 && zmm_state && f512 && dq && bw && vl;
   f.avx512_vbmi = f.avx512 && vbmi;
   f.avx512_ifma = f.avx512 && ifma;
+  // A backend that the CPU has but that fails its known-answer check is treated as absent.
+  if (f.avx512 && !BackendSelfTestPasses(Isa::kAvx512)) {
+    std::fprintf(stderr, "pqcd: AVX-512 backend failed its self-check; not using it\n");
+    f.avx512 = f.avx512_vbmi = f.avx512_ifma = false;
+  }
+  if (f.avx2 && !BackendSelfTestPasses(Isa::kAvx2)) {
+    std::fprintf(stderr, "pqcd: AVX2 backend failed its self-check; not using it\n");
+    f.avx2 = f.avx512 = f.avx512_vbmi = f.avx512_ifma = false;
+  }
   return f;
 }
 

@@ -1,6 +1,7 @@
 // Instruction-set backends and their run-time selection.
 //
-// The backend is chosen once, at first use, from CPUID and XGETBV (the OS must save YMM/ZMM state):
+// The backend is chosen once, at first use, from CPUID and XGETBV (the OS must save YMM/ZMM state)
+// and a known-answer check of each SIMD backend against the portable code:
 // the best supported one, unless the environment variable PQCD_ISA=portable|avx2|avx512 asks for
 // another. Tests and benchmarks may switch with SetActiveIsa(); asking for an ISA the CPU lacks is
 // an error, never an illegal instruction.
