@@ -25,6 +25,8 @@ const DsaInfo kDsaInfos[] = {MakeDsaInfo<4, 4>(DsaAlgorithm::kMlDsa44),
 
 }  // namespace
 
-const DsaInfo& GetDsaInfo(DsaAlgorithm alg) { return kDsaInfos[static_cast<size_t>(alg)]; }
+const DsaInfo& GetDsaInfo(DsaAlgorithm alg) {
+  return kDsaInfos[static_cast<size_t>(alg)];
+}
 
 }  // namespace pqcd::kernels

@@ -1,0 +1,732 @@
+// ML-DSA (FIPS 204): key generation, signing and verification for ML-DSA-44/65/87, pure and
+// HashML-DSA, with external mu. Portable path; the polynomial kernels live in poly.h / sample.h.
+//
+// Constant-time notes:
+//  * Secret polynomials (s1, s2, t0, y, w, c s1, c s2, c t0, z and the hint before acceptance)
+//    only go through the branch-free kernels of poly.h.
+//  * The signing loop branches on its rejection decisions; they are declassified with CtPublic()
+//    first (FIPS 204 §3.6.3: rejected attempts leak only that they were rejected). The commitment
+//    hash c~ is declassified before SampleInBall: it is the public challenge once accepted, and a
+//    rejected c~ is a random-oracle output on a hidden w1.
+//  * ExpandA works on the public rho; SampleEtaPolys declassifies only its accept pattern.
+//  * Every secret temporary lives in a stack struct that is wiped on every return path.
+#include "pqcd/kernels/mldsa.h"
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "mldsa/poly.h"
+#include "mldsa/sample.h"
+#include "pqcd/kernels/sha3.h"
+
+namespace pqcd::kernels {
+namespace {
+
+using mldsa::kN;
+using mldsa::Poly;
+using mldsa::PolyVec;
+
+constexpr size_t kMaxContextBytes = 255;
+// FIPS 204 Appendix C allows a bound on the signing loop; 1000 attempts fail with probability far
+// below 2^-200 for a well-formed key (the expected count is 4.25 / 5.1 / 3.85).
+constexpr int kMaxSignAttempts = 1000;
+
+// String building for error messages (absl::StrCat here may not take std::string_view).
+inline void AppendPart(std::string& out, std::string_view part) {
+  out.append(part);
+}
+template <class T>
+requires std::is_integral_v<T>
+inline void AppendPart(std::string& out, T value) {
+  out.append(std::to_string(value));
+}
+template <class... Parts>
+std::string Cat(const Parts&... parts) {
+  std::string out;
+  (AppendPart(out, parts), ...);
+  return out;
+}
+
+// A RandomSource for code paths that must not draw randomness.
+class NoRandom final : public RandomSource {
+ public:
+  absl::Status Generate(MutBytes) override {
+    return absl::InternalError("ML-DSA: unexpected request for randomness");
+  }
+};
+
+// ---- HashML-DSA pre-hashes (FIPS 204 §5.4) ------------------------------------------------------
+
+struct PreHashEntry {
+  PreHash ph;
+  std::string_view name;  // ACVP spelling
+  HashAlgorithm alg;
+  uint8_t oid_last;  // DER OID 2.16.840.1.101.3.4.2.<oid_last>
+};
+constexpr PreHashEntry kPreHashes[] = {
+    {PreHash::kSha2_224, "SHA2-224", HashAlgorithm::kSha2_224, 0x04},
+    {PreHash::kSha2_256, "SHA2-256", HashAlgorithm::kSha2_256, 0x01},
+    {PreHash::kSha2_384, "SHA2-384", HashAlgorithm::kSha2_384, 0x02},
+    {PreHash::kSha2_512, "SHA2-512", HashAlgorithm::kSha2_512, 0x03},
+    {PreHash::kSha2_512_224, "SHA2-512/224", HashAlgorithm::kSha2_512_224, 0x05},
+    {PreHash::kSha2_512_256, "SHA2-512/256", HashAlgorithm::kSha2_512_256, 0x06},
+    {PreHash::kSha3_224, "SHA3-224", HashAlgorithm::kSha3_224, 0x07},
+    {PreHash::kSha3_256, "SHA3-256", HashAlgorithm::kSha3_256, 0x08},
+    {PreHash::kSha3_384, "SHA3-384", HashAlgorithm::kSha3_384, 0x09},
+    {PreHash::kSha3_512, "SHA3-512", HashAlgorithm::kSha3_512, 0x0a},
+    {PreHash::kShake128, "SHAKE-128", HashAlgorithm::kShake128, 0x0b},  // 32-byte output
+    {PreHash::kShake256, "SHAKE-256", HashAlgorithm::kShake256, 0x0c},  // 64-byte output
+};
+
+const PreHashEntry* FindPreHash(PreHash ph) {
+  for (const auto& e : kPreHashes) {
+    if (e.ph == ph) return &e;
+  }
+  return nullptr;
+}
+
+// DER encoding: OBJECT IDENTIFIER, length 9, 2.16.840.1.101.3.4.2.x.
+constexpr size_t kOidBytes = 11;
+constexpr std::array<uint8_t, kOidBytes> OidBytes(uint8_t last) {
+  return {0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, last};
+}
+
+// ---- Error messages -----------------------------------------------------------------------------
+
+absl::Status LengthError(std::string_view set, std::string_view field, size_t expected,
+                         size_t got) {
+  return absl::InvalidArgumentError(
+      Cat(set, " ", field, ": expected ", expected, " bytes, got ", got));
+}
+
+// Checks the message options (context length, external mu length, pre-hash value).
+absl::Status CheckMessageOptions(std::string_view set, Bytes message,
+                                 const DsaMessageOptions& options) {
+  if (options.external_mu) {
+    if (message.size() != 64) return LengthError(set, "external mu", 64, message.size());
+    return absl::OkStatus();
+  }
+  if (options.context.size() > kMaxContextBytes) {
+    return absl::InvalidArgumentError(
+        Cat(set, " context: at most ", kMaxContextBytes, " bytes, got ", options.context.size()));
+  }
+  if (options.prehash != PreHash::kNone && FindPreHash(options.prehash) == nullptr) {
+    return absl::InvalidArgumentError(
+        Cat(set, " pre-hash: unknown value ", static_cast<int>(options.prehash)));
+  }
+  return absl::OkStatus();
+}
+
+// mu = H(tr || M', 64) with M' formatted per options (Alg. 2 line 10 / Alg. 4 line 23 / Alg. 7
+// line 6); external mu is copied. Options must have passed CheckMessageOptions.
+absl::Status ComputeMuFromTr(const uint8_t tr[64], Bytes message, const DsaMessageOptions& options,
+                             uint8_t mu[64]) {
+  if (options.external_mu) {
+    std::memcpy(mu, message.data(), 64);
+    return absl::OkStatus();
+  }
+  Shake256 h;
+  h.Absorb(Bytes(tr, 64));
+  const uint8_t header[2] = {static_cast<uint8_t>(options.prehash == PreHash::kNone ? 0 : 1),
+                             static_cast<uint8_t>(options.context.size())};
+  h.Absorb(header);
+  h.Absorb(options.context);
+  if (options.prehash == PreHash::kNone) {
+    h.Absorb(message);
+  } else {
+    const PreHashEntry* e = FindPreHash(options.prehash);
+    uint8_t digest[64];
+    const size_t digest_len = HashDigestBytes(e->alg);
+    if (absl::Status s = Hash(e->alg, message, MutBytes(digest, digest_len)); !s.ok()) return s;
+    const auto oid = OidBytes(e->oid_last);
+    h.Absorb(oid);
+    h.Absorb(Bytes(digest, digest_len));
+  }
+  h.Squeeze(MutBytes(mu, 64));
+  return absl::OkStatus();
+}
+
+// mu = H(tr || M', 64) for an already formatted M' (Alg. 7 line 6, Alg. 8 line 7).
+void ComputeMuInternal(const uint8_t tr[64], Bytes mprime, uint8_t mu[64]) {
+  Shake256 h;
+  h.Absorb(Bytes(tr, 64));
+  h.Absorb(mprime);
+  h.Squeeze(MutBytes(mu, 64));
+}
+
+// ---- The algorithm, templated on the parameter set ---------------------------------------------
+
+template <int K, int L>
+struct Impl {
+  using Api = MlDsa<K, L>;
+  using P = MlDsaParams<K, L>;
+  static constexpr std::string_view kName = P::kName;
+  static constexpr int kEta = P::eta;
+  static constexpr int kTau = P::tau;
+  static constexpr int32_t kBeta = P::beta;
+  static constexpr int kOmega = P::omega;
+  static constexpr int kGamma1Bits = P::gamma1_bits;
+  static constexpr int32_t kGamma1 = int32_t{1} << kGamma1Bits;
+  static constexpr int32_t kGamma2 = P::gamma2;
+  static constexpr size_t kCTildeBytes = P::lambda / 4;
+  static constexpr size_t kEtaBytes = mldsa::kEtaPackedBytes<kEta>;
+  static constexpr size_t kT1Bytes = 320;
+  static constexpr size_t kT0Bytes = 416;
+  static constexpr size_t kZBytes = 32 * (kGamma1Bits + 1);
+  static constexpr size_t kW1Bytes = mldsa::kW1PackedBytes<kGamma2>;
+  static constexpr size_t kPk = Api::kPublicKeyBytes;
+  static constexpr size_t kSk = Api::kPrivateKeyBytes;
+  static constexpr size_t kSig = Api::kSignatureBytes;
+
+  // Byte layout checks against FIPS 204 §7.2 (pkEncode, skEncode, sigEncode).
+  static_assert(P::k == K && P::l == L);
+  static_assert(P::beta == P::tau * P::eta);
+  static_assert(kEtaBytes == Api::kEtaPackedBytes);
+  static_assert(kPk == 32 + K * kT1Bytes);
+  static_assert(kSk == 32 + 32 + 64 + (K + L) * kEtaBytes + K * kT0Bytes);
+  static_assert(kSig == kCTildeBytes + L * kZBytes + kOmega + K);
+  static_assert(K * L <= 256 && kMaxSignAttempts * L < 65536, "nonces fit in 16 bits");
+
+  // The signer's view of a private key: everything in the NTT domain, plus A-hat.
+  struct alignas(64) SigningKey {
+    Poly a[K][L];  // A-hat (public, from rho)
+    PolyVec<L> s1_hat;
+    PolyVec<K> s2_hat;
+    PolyVec<K> t0_hat;
+    uint8_t rho[32];
+    uint8_t key[32];
+    uint8_t tr[64];
+  };
+
+  // ExpandA (Alg. 32): A[r][s] = RejNTTPoly(rho || s || r).
+  static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32]) {
+    Poly* out[K * L];
+    uint16_t nonces[K * L];
+    for (int r = 0; r < K; ++r) {
+      for (int s = 0; s < L; ++s) {
+        out[r * L + s] = &a[r][s];
+        nonces[r * L + s] = static_cast<uint16_t>(r << 8 | s);
+      }
+    }
+    mldsa::SampleUniformPolys(out, rho, nonces, K * L);
+  }
+
+  // ExpandS (Alg. 33): s1[r] = RejBoundedPoly(rho' || r), s2[r] = RejBoundedPoly(rho' || r + l).
+  static void ExpandS(PolyVec<L>& s1, PolyVec<K>& s2, const uint8_t rho_prime[64]) {
+    Poly* out[K + L];
+    uint16_t nonces[K + L];
+    for (int i = 0; i < L; ++i) out[i] = &s1[i];
+    for (int i = 0; i < K; ++i) out[L + i] = &s2[i];
+    for (int i = 0; i < K + L; ++i) nonces[i] = static_cast<uint16_t>(i);
+    mldsa::SampleEtaPolys<kEta>(out, rho_prime, nonces, K + L);
+  }
+
+  // ExpandMask (Alg. 34): y[r] = BitUnpack(H(rho'' || kappa + r), gamma1 - 1, gamma1).
+  static void ExpandMask(PolyVec<L>& y, const uint8_t rho_pp[64], int kappa) {
+    Poly* out[L];
+    uint16_t nonces[L];
+    for (int i = 0; i < L; ++i) {
+      out[i] = &y[i];
+      nonces[i] = static_cast<uint16_t>(kappa + i);
+    }
+    mldsa::SampleMaskPolys<kGamma1Bits>(out, rho_pp, nonces, L);
+  }
+
+  // out_i = InvNTT(sum_j A[i][j] * v_hat[j]) in [0, q).
+  static void MatrixVectorToStandard(Poly& out, const Poly (&row)[L], const PolyVec<L>& v_hat) {
+    mldsa::PointwiseAccMontgomery(out, row, v_hat.data(), L);  // |.| < q
+    mldsa::InvNttToMont(out);                                  // |.| < q
+    mldsa::CAddQ(out);                                         // [0, q)
+  }
+
+  // ---- Key generation (Alg. 6) ----
+
+  struct alignas(64) KeyGenScratch {
+    uint8_t seeds[128];  // rho || rho' || K
+    PolyVec<L> s1;
+    PolyVec<K> s2;
+    PolyVec<K> t;  // then t0
+    PolyVec<K> t1;
+  };
+
+  // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, s1-hat, rho, K, tr) and, when
+  // sk != nullptr, skEncode into sk; with want_signing_key also s2-hat and t0-hat.
+  static void KeyGenCore(const uint8_t xi[32], uint8_t* pk, uint8_t* sk, SigningKey& key,
+                         bool want_signing_key) {
+    KeyGenScratch ws;
+    ZeroOnExit wipe(ws);
+    // (rho, rho', K) = H(xi || k || l, 128)
+    {
+      Shake256 h;
+      h.Absorb(Bytes(xi, 32));
+      const uint8_t kl[2] = {static_cast<uint8_t>(K), static_cast<uint8_t>(L)};
+      h.Absorb(kl);
+      h.Squeeze(ws.seeds);
+    }
+    const uint8_t* rho = ws.seeds;
+    const uint8_t* rho_prime = ws.seeds + 32;
+    std::memcpy(key.rho, rho, 32);
+    std::memcpy(key.key, ws.seeds + 96, 32);
+    CtPublic(key.rho, 32);  // rho is part of the public key
+
+    ExpandA(key.a, key.rho);
+    ExpandS(ws.s1, ws.s2, rho_prime);
+
+    for (int j = 0; j < L; ++j) {
+      key.s1_hat[j] = ws.s1[j];
+      mldsa::Ntt(key.s1_hat[j]);  // |s1| <= eta < q
+    }
+    for (int i = 0; i < K; ++i) {
+      // t = InvNTT(A-hat * NTT(s1)) + s2
+      mldsa::PointwiseAccMontgomery(ws.t[i], key.a[i], key.s1_hat.data(), L);
+      mldsa::InvNttToMont(ws.t[i]);            // |.| < q
+      mldsa::Add(ws.t[i], ws.t[i], ws.s2[i]);  // |.| < q + eta
+      mldsa::Reduce32(ws.t[i]);
+      mldsa::CAddQ(ws.t[i]);  // [0, q)
+      mldsa::Power2Round(ws.t1[i], ws.t[i], ws.t[i]);
+    }
+    CtPublic(ws.t1.data(), sizeof(ws.t1));  // t1 is the public key
+
+    // pk = pkEncode(rho, t1) (Alg. 22); tr = H(pk, 64)
+    std::memcpy(pk, rho, 32);
+    for (int i = 0; i < K; ++i) mldsa::PackT1(pk + 32 + i * kT1Bytes, ws.t1[i]);
+    Shake256Digest(Bytes(pk, kPk), MutBytes(key.tr, 64));
+
+    if (sk != nullptr) {  // skEncode (Alg. 24)
+      uint8_t* p = sk;
+      std::memcpy(p, rho, 32);
+      std::memcpy(p + 32, key.key, 32);
+      std::memcpy(p + 64, key.tr, 64);
+      p += 128;
+      for (int j = 0; j < L; ++j, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s1[j]);
+      for (int i = 0; i < K; ++i, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s2[i]);
+      for (int i = 0; i < K; ++i, p += kT0Bytes) mldsa::PackT0(p, ws.t[i]);
+    }
+    if (want_signing_key) {
+      for (int i = 0; i < K; ++i) {
+        key.s2_hat[i] = ws.s2[i];
+        mldsa::Ntt(key.s2_hat[i]);
+        key.t0_hat[i] = ws.t[i];  // t0, |t0| <= 2^12
+        mldsa::Ntt(key.t0_hat[i]);
+      }
+    }
+  }
+
+  // skDecode (Alg. 25) into the signer's form. Rejects s1/s2 coefficients outside [-eta, eta].
+  static absl::Status DecodeSigningKey(const uint8_t* sk, SigningKey& key) {
+    std::memcpy(key.rho, sk, 32);
+    std::memcpy(key.key, sk + 32, 32);
+    std::memcpy(key.tr, sk + 64, 64);
+    const uint8_t* p = sk + 128;
+    uint32_t bad = 0;
+    for (int j = 0; j < L; ++j, p += kEtaBytes) {
+      bad |= mldsa::UnpackEta<kEta>(key.s1_hat[j], p);
+      mldsa::Ntt(key.s1_hat[j]);  // decoded range [eta - 7 or -11, eta]: |.| < q
+    }
+    for (int i = 0; i < K; ++i, p += kEtaBytes) {
+      bad |= mldsa::UnpackEta<kEta>(key.s2_hat[i], p);
+      mldsa::Ntt(key.s2_hat[i]);
+    }
+    for (int i = 0; i < K; ++i, p += kT0Bytes) {
+      mldsa::UnpackT0(key.t0_hat[i], p);
+      mldsa::Ntt(key.t0_hat[i]);
+    }
+    CtPublic(&bad, sizeof(bad));  // only "malformed or not" is revealed
+    if (bad != 0) {
+      return absl::InvalidArgumentError(
+          Cat(kName, " private key: malformed (s1/s2 coefficient outside [-eta, eta])"));
+    }
+    CtPublic(key.rho, 32);
+    ExpandA(key.a, key.rho);
+    return absl::OkStatus();
+  }
+
+  // Loads a 32-byte seed or an expanded private key. The caller wipes `key`.
+  static absl::Status LoadSigningKey(Bytes sk, SigningKey& key) {
+    if (sk.size() == Api::kSeedBytes) {
+      alignas(8) uint8_t pk[kPk];  // public, discarded
+      KeyGenCore(sk.data(), pk, nullptr, key, /*want_signing_key=*/true);
+      return absl::OkStatus();
+    }
+    if (sk.size() == kSk) return DecodeSigningKey(sk.data(), key);
+    return absl::InvalidArgumentError(Cat(kName, " private key: expected ", Api::kSeedBytes,
+                                          " (seed) or ", kSk, " bytes, got ", sk.size()));
+  }
+
+  // ---- Signing (Alg. 7 from line 7 on) ----
+
+  struct alignas(64) SignScratch {
+    PolyVec<L> y;
+    PolyVec<L> z;   // y-hat, then z
+    PolyVec<K> w1;  // w, then w1 = HighBits(w)
+    PolyVec<K> w0;  // LowBits(w), then r0 = w0 - c s2, then w0 - c s2 + c t0
+    PolyVec<K> h;   // c s2, then c t0, then the hint
+    Poly c;
+    uint8_t rho_pp[64];
+    uint8_t w1_packed[K * kW1Bytes];
+  };
+
+  static absl::Status SignWithKey(const SigningKey& key, const uint8_t mu[64],
+                                  const uint8_t rnd[32], uint8_t* sig) {
+    SignScratch ws;
+    ZeroOnExit wipe(ws);
+    // rho'' = H(K || rnd || mu, 64)
+    {
+      Shake256 h;
+      h.Absorb(Bytes(key.key, 32));
+      h.Absorb(Bytes(rnd, 32));
+      h.Absorb(Bytes(mu, 64));
+      h.Squeeze(ws.rho_pp);
+    }
+    uint8_t* c_tilde = sig;
+    for (int attempt = 0, kappa = 0; attempt < kMaxSignAttempts; ++attempt, kappa += L) {
+      ExpandMask(ws.y, ws.rho_pp, kappa);  // (-gamma1, gamma1]
+      // w = InvNTT(A-hat * NTT(y)); (w1, w0) = Decompose(w)
+      for (int j = 0; j < L; ++j) {
+        ws.z[j] = ws.y[j];
+        mldsa::Ntt(ws.z[j]);
+      }
+      for (int i = 0; i < K; ++i) {
+        MatrixVectorToStandard(ws.w1[i], key.a[i], ws.z);
+        mldsa::Decompose<kGamma2>(ws.w1[i], ws.w0[i], ws.w1[i]);
+        mldsa::PackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w1[i]);
+      }
+      // c~ = H(mu || w1Encode(w1), lambda / 4), written straight into the signature.
+      {
+        Shake256 h;
+        h.Absorb(Bytes(mu, 64));
+        h.Absorb(ws.w1_packed);
+        h.Squeeze(MutBytes(c_tilde, kCTildeBytes));
+      }
+      CtPublic(c_tilde, kCTildeBytes);
+      mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
+      mldsa::Ntt(ws.c);
+
+      // z = y + c s1; reject if ||z|| >= gamma1 - beta.
+      uint32_t reject = 0;
+      for (int j = 0; j < L; ++j) {
+        mldsa::PointwiseMontgomery(ws.z[j], ws.c, key.s1_hat[j]);
+        mldsa::InvNttToMont(ws.z[j]);
+        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);
+        mldsa::Reduce32(ws.z[j]);  // exact centered value, |.| <= gamma1 + beta
+        reject |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
+      }
+      CtPublic(&reject, sizeof(reject));
+      if (reject != 0) continue;
+
+      // r0 = LowBits(w - c s2) = w0 - c s2 (exact while the bound holds); reject if
+      // ||r0|| >= gamma2 - beta.
+      for (int i = 0; i < K; ++i) {
+        mldsa::PointwiseMontgomery(ws.h[i], ws.c, key.s2_hat[i]);
+        mldsa::InvNttToMont(ws.h[i]);
+        mldsa::Sub(ws.w0[i], ws.w0[i], ws.h[i]);
+        mldsa::Reduce32(ws.w0[i]);
+        reject |= mldsa::ExceedsNorm(ws.w0[i], kGamma2 - kBeta);
+      }
+      CtPublic(&reject, sizeof(reject));
+      if (reject != 0) continue;
+
+      // c t0; reject if ||c t0|| >= gamma2. h = MakeHint(-c t0, w - c s2 + c t0).
+      unsigned ones = 0;
+      for (int i = 0; i < K; ++i) {
+        mldsa::PointwiseMontgomery(ws.h[i], ws.c, key.t0_hat[i]);
+        mldsa::InvNttToMont(ws.h[i]);
+        mldsa::Reduce32(ws.h[i]);  // exact, |c t0| <= tau 2^12
+        reject |= mldsa::ExceedsNorm(ws.h[i], kGamma2);
+        mldsa::Add(ws.w0[i], ws.w0[i], ws.h[i]);
+        ones += mldsa::MakeHint<kGamma2>(ws.h[i], ws.w0[i], ws.w1[i]);
+      }
+      reject |= CtMaskNonZero(static_cast<uint32_t>(ones > static_cast<unsigned>(kOmega)));
+      CtPublic(&reject, sizeof(reject));
+      if (reject != 0) continue;
+
+      // Accepted: sigEncode(c~, z, h) (Alg. 26). z and h are now public.
+      CtPublic(ws.z.data(), sizeof(ws.z));
+      CtPublic(ws.h.data(), sizeof(ws.h));
+      uint8_t* p = sig + kCTildeBytes;
+      for (int j = 0; j < L; ++j, p += kZBytes) mldsa::PackZ<kGamma1Bits>(p, ws.z[j]);
+      mldsa::PackHint(p, ws.h.data(), K, kOmega);
+      return absl::OkStatus();
+    }
+    SecureZero(sig, kSig);
+    return absl::InternalError(
+        Cat(kName, " signing: no signature after ", kMaxSignAttempts, " attempts"));
+  }
+
+  // ---- Verification (Alg. 8 from line 5 on) ----
+
+  struct alignas(64) VerifyScratch {
+    Poly a[K][L];
+    PolyVec<L> z;
+    PolyVec<K> t1;
+    PolyVec<K> h;
+    PolyVec<K> w;
+    Poly c;
+    uint8_t w1_packed[K * kW1Bytes];
+  };
+
+  static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
+    VerifyScratch ws;
+    // sigDecode (Alg. 27): a malformed hint means the signature is invalid.
+    const uint8_t* c_tilde = sig;
+    if (!mldsa::UnpackHint(ws.h.data(), sig + kCTildeBytes + L * kZBytes, K, kOmega)) return false;
+    uint32_t too_big = 0;
+    for (int j = 0; j < L; ++j) {
+      mldsa::UnpackZ<kGamma1Bits>(ws.z[j], sig + kCTildeBytes + j * kZBytes);
+      too_big |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
+    }
+    if (too_big != 0) return false;
+
+    ExpandA(ws.a, pk);
+    mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
+    mldsa::Ntt(ws.c);
+    for (int j = 0; j < L; ++j) mldsa::Ntt(ws.z[j]);  // |z| < gamma1 < q
+
+    for (int i = 0; i < K; ++i) {
+      // w'_approx = InvNTT(A-hat * NTT(z) - NTT(c) * NTT(t1 * 2^d)); w1' = UseHint(h, w'_approx)
+      mldsa::UnpackT1(ws.t1[i], pk + 32 + i * kT1Bytes);
+      mldsa::ShiftLeftD(ws.t1[i]);  // [0, q)
+      mldsa::Ntt(ws.t1[i]);
+      mldsa::PointwiseMontgomery(ws.t1[i], ws.c, ws.t1[i]);  // |.| < q
+      mldsa::PointwiseAccMontgomery(ws.w[i], ws.a[i], ws.z.data(), L);
+      mldsa::Sub(ws.w[i], ws.w[i], ws.t1[i]);  // |.| < 2q
+      mldsa::Reduce32(ws.w[i]);
+      mldsa::InvNttToMont(ws.w[i]);
+      mldsa::CAddQ(ws.w[i]);
+      mldsa::UseHint<kGamma2>(ws.w[i], ws.w[i], ws.h[i]);
+      mldsa::PackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w[i]);
+    }
+    uint8_t c_tilde2[kCTildeBytes];
+    Shake256 h;
+    h.Absorb(Bytes(mu, 64));
+    h.Absorb(ws.w1_packed);
+    h.Squeeze(c_tilde2);
+    return std::memcmp(c_tilde, c_tilde2, kCTildeBytes) == 0;
+  }
+
+  static absl::Status CheckPk(Bytes pk) {
+    if (pk.size() != kPk) return LengthError(kName, "public key", kPk, pk.size());
+    return absl::OkStatus();
+  }
+  static absl::Status CheckSigBuffer(MutBytes sig) {
+    if (sig.size() != kSig) return LengthError(kName, "signature buffer", kSig, sig.size());
+    return absl::OkStatus();
+  }
+  static absl::Status CheckSkLength(Bytes sk) {
+    if (sk.size() != Api::kSeedBytes && sk.size() != kSk) {
+      return absl::InvalidArgumentError(Cat(kName, " private key: expected ", Api::kSeedBytes,
+                                            " (seed) or ", kSk, " bytes, got ", sk.size()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Loads the key, derives mu with `make_mu(tr, mu)` and signs with rnd.
+  template <class MakeMu>
+  static absl::Status SignCommon(Bytes sk, const uint8_t rnd[32], MutBytes sig, MakeMu make_mu) {
+    SigningKey key;
+    ZeroOnExit wipe_key(key);
+    if (absl::Status s = LoadSigningKey(sk, key); !s.ok()) return s;
+    uint8_t mu[64];
+    if (absl::Status s = make_mu(key.tr, mu); !s.ok()) return s;
+    return SignWithKey(key, mu, rnd, sig.data());
+  }
+};
+
+}  // namespace
+
+// ---- PreHash names ------------------------------------------------------------------------------
+
+std::string_view PreHashName(PreHash ph) {
+  if (ph == PreHash::kNone) return "none";
+  const PreHashEntry* e = FindPreHash(ph);
+  return e != nullptr ? e->name : "unknown";
+}
+
+std::optional<PreHash> ParsePreHashName(std::string_view name) {
+  if (name == "none" || name.empty()) return PreHash::kNone;
+  for (const auto& e : kPreHashes) {
+    if (e.name == name) return e.ph;
+  }
+  // Common variants ("SHA-256", "SHAKE128", "sha3_256") through the hash registry; SM3 is not a
+  // HashML-DSA pre-hash.
+  if (std::optional<HashAlgorithm> alg = ParseHashName(name)) {
+    for (const auto& e : kPreHashes) {
+      if (e.alg == *alg) return e.ph;
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- MlDsa<K, L> --------------------------------------------------------------------------------
+
+template <int K, int L>
+void MlDsa<K, L>::KeyGenInternal(std::span<const uint8_t, 32> xi,
+                                 std::span<uint8_t, kPublicKeyBytes> pk,
+                                 std::span<uint8_t, kPrivateKeyBytes> sk) {
+  using I = Impl<K, L>;
+  typename I::SigningKey key;
+  ZeroOnExit wipe(key);
+  I::KeyGenCore(xi.data(), pk.data(), sk.data(), key, /*want_signing_key=*/false);
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::KeyGenFromSeed(Bytes seed, MutBytes pk, MutBytes sk) {
+  if (seed.size() != kSeedBytes) return LengthError(kName, "seed", kSeedBytes, seed.size());
+  if (pk.size() != kPublicKeyBytes) {
+    return LengthError(kName, "public key buffer", kPublicKeyBytes, pk.size());
+  }
+  if (sk.size() != kPrivateKeyBytes) {
+    return LengthError(kName, "private key buffer", kPrivateKeyBytes, sk.size());
+  }
+  KeyGenInternal(seed.first<32>(), pk.first<kPublicKeyBytes>(), sk.first<kPrivateKeyBytes>());
+  return absl::OkStatus();
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::KeyGen(MutBytes pk, MutBytes sk, RandomSource& rng, MutBytes seed_out) {
+  if (pk.size() != kPublicKeyBytes) {
+    return LengthError(kName, "public key buffer", kPublicKeyBytes, pk.size());
+  }
+  if (sk.size() != kPrivateKeyBytes) {
+    return LengthError(kName, "private key buffer", kPrivateKeyBytes, sk.size());
+  }
+  if (!seed_out.empty() && seed_out.size() != kSeedBytes) {
+    return LengthError(kName, "seed output", kSeedBytes, seed_out.size());
+  }
+  // Alg. 1: xi <- B^32
+  std::array<uint8_t, kSeedBytes> xi;
+  ZeroOnExit wipe(xi);
+  if (absl::Status s = rng.Generate(xi); !s.ok()) return s;
+  KeyGenInternal(xi, pk.first<kPublicKeyBytes>(), sk.first<kPrivateKeyBytes>());
+  if (!seed_out.empty()) std::memcpy(seed_out.data(), xi.data(), kSeedBytes);
+  return absl::OkStatus();
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::PairwiseCheck(Bytes pk, Bytes sk) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
+  if (absl::Status s = I::CheckSkLength(sk); !s.ok()) return s;
+  static constexpr uint8_t kMessage[] = "pqcd ML-DSA pairwise consistency test";
+  DsaSignOptions options;
+  options.deterministic = true;
+  std::array<uint8_t, kSignatureBytes> sig;
+  NoRandom no_rng;  // deterministic signing never draws randomness
+  if (absl::Status s = Sign(sk, kMessage, options, sig, no_rng); !s.ok()) return s;
+  absl::StatusOr<bool> ok = Verify(pk, kMessage, sig, options);
+  if (!ok.ok()) return ok.status();
+  if (!*ok) {
+    return absl::InvalidArgumentError(
+        Cat(kName,
+            " pairwise consistency check failed: the private key does not match "
+            "the public key"));
+  }
+  return absl::OkStatus();
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::Sign(Bytes sk, Bytes message, const DsaSignOptions& options, MutBytes sig,
+                               RandomSource& rng) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckSkLength(sk); !s.ok()) return s;
+  if (absl::Status s = I::CheckSigBuffer(sig); !s.ok()) return s;
+  if (absl::Status s = CheckMessageOptions(kName, message, options); !s.ok()) return s;
+  if (!options.rnd.empty() && options.rnd.size() != kRndBytes) {
+    return LengthError(kName, "rnd", kRndBytes, options.rnd.size());
+  }
+  std::array<uint8_t, kRndBytes> rnd{};  // deterministic: 0^32
+  ZeroOnExit wipe_rnd(rnd);
+  if (!options.rnd.empty()) {
+    std::memcpy(rnd.data(), options.rnd.data(), kRndBytes);
+  } else if (!options.deterministic) {
+    if (absl::Status s = rng.Generate(rnd); !s.ok()) return s;
+  }
+  return I::SignCommon(sk, rnd.data(), sig, [&](const uint8_t* tr, uint8_t* mu) {
+    return ComputeMuFromTr(tr, message, options, mu);
+  });
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::SignInternal(Bytes sk, Bytes mprime, Bytes rnd, MutBytes sig) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckSkLength(sk); !s.ok()) return s;
+  if (absl::Status s = I::CheckSigBuffer(sig); !s.ok()) return s;
+  if (rnd.size() != kRndBytes) return LengthError(kName, "rnd", kRndBytes, rnd.size());
+  return I::SignCommon(sk, rnd.data(), sig, [&](const uint8_t* tr, uint8_t* mu) {
+    ComputeMuInternal(tr, mprime, mu);
+    return absl::OkStatus();
+  });
+}
+
+template <int K, int L>
+absl::StatusOr<bool> MlDsa<K, L>::Verify(Bytes pk, Bytes message, Bytes sig,
+                                         const DsaMessageOptions& options) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
+  if (absl::Status s = CheckMessageOptions(kName, message, options); !s.ok()) return s;
+  if (sig.size() != kSignatureBytes) return false;
+  uint8_t mu[kMuBytes];
+  if (options.external_mu) {
+    std::memcpy(mu, message.data(), kMuBytes);
+  } else {
+    uint8_t tr[64];
+    Shake256Digest(pk, tr);
+    if (absl::Status s = ComputeMuFromTr(tr, message, options, mu); !s.ok()) return s;
+  }
+  return I::VerifyMu(pk.data(), mu, sig.data());
+}
+
+template <int K, int L>
+absl::StatusOr<bool> MlDsa<K, L>::VerifyInternal(Bytes pk, Bytes mprime, Bytes sig) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
+  if (sig.size() != kSignatureBytes) return false;
+  uint8_t tr[64], mu[kMuBytes];
+  Shake256Digest(pk, tr);
+  ComputeMuInternal(tr, mprime, mu);
+  return I::VerifyMu(pk.data(), mu, sig.data());
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::ComputeMu(Bytes pk, Bytes message, const DsaMessageOptions& options,
+                                    MutBytes mu) {
+  using I = Impl<K, L>;
+  if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
+  if (mu.size() != kMuBytes) return LengthError(kName, "mu buffer", kMuBytes, mu.size());
+  if (absl::Status s = CheckMessageOptions(kName, message, options); !s.ok()) return s;
+  uint8_t tr[64];
+  Shake256Digest(pk, tr);
+  return ComputeMuFromTr(tr, message, options, mu.data());
+}
+
+template <int K, int L>
+void MlDsa<K, L>::KeyGenBatch(std::span<DsaKeyGenItem> items, RandomSource& rng) {
+  for (DsaKeyGenItem& item : items) {
+    item.status = item.seed.empty() ? KeyGen(item.pk, item.sk, rng, item.seed_out)
+                                    : KeyGenFromSeed(item.seed, item.pk, item.sk);
+  }
+}
+
+template <int K, int L>
+void MlDsa<K, L>::SignBatch(std::span<DsaSignItem> items, RandomSource& rng) {
+  for (DsaSignItem& item : items) {
+    item.status = Sign(item.sk, item.message, item.options, item.sig, rng);
+  }
+}
+
+template <int K, int L>
+void MlDsa<K, L>::VerifyBatch(std::span<DsaVerifyItem> items) {
+  for (DsaVerifyItem& item : items) {
+    absl::StatusOr<bool> r = Verify(item.pk, item.message, item.sig, item.options);
+    item.status = r.status();
+    item.valid = r.ok() && *r;
+  }
+}
+
+template class MlDsa<4, 4>;
+template class MlDsa<6, 5>;
+template class MlDsa<8, 7>;
+
+}  // namespace pqcd::kernels

@@ -1,0 +1,148 @@
+// Portable ML-DSA samplers (FIPS 204 §7.3), one Keccak state at a time.
+#include "mldsa/sample.h"
+
+#include <cstring>
+
+#include "pqcd/kernels/common.h"
+#include "pqcd/kernels/sha3.h"
+
+namespace pqcd::kernels::mldsa {
+namespace {
+
+// Appends nonce as IntegerToBytes(nonce, 2).
+inline void AbsorbNonce(KeccakSponge& xof, uint16_t nonce) {
+  const uint8_t bytes[2] = {static_cast<uint8_t>(nonce), static_cast<uint8_t>(nonce >> 8)};
+  xof.Absorb(bytes);
+}
+
+// Accepts 23-bit candidates below q from 3-byte groups (Alg. 30 with CoeffFromThreeBytes, Alg. 14).
+inline int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  for (size_t pos = 0; pos + 3 <= len && count < kN; pos += 3) {
+    const uint32_t t = static_cast<uint32_t>(buf[pos]) | static_cast<uint32_t>(buf[pos + 1]) << 8 |
+                       static_cast<uint32_t>(buf[pos + 2] & 0x7f) << 16;
+    if (t < static_cast<uint32_t>(kQ)) a[count++] = static_cast<int32_t>(t);
+  }
+  return count;
+}
+
+// CoeffFromHalfByte (Alg. 15) without secret branches: returns the coefficient and sets accept.
+template <int Eta>
+inline int32_t CoeffFromHalfByte(uint32_t b, uint32_t& accept) {
+  if constexpr (Eta == 2) {
+    accept = static_cast<uint32_t>(static_cast<int32_t>(b) - 15) >> 31;  // b < 15
+    // b mod 5 for b < 16: floor(b * 205 / 1024) = floor(b / 5) (error b / 5120 < 1/5).
+    const uint32_t mod5 = b - 5 * ((b * 205) >> 10);
+    return 2 - static_cast<int32_t>(mod5);
+  } else {
+    static_assert(Eta == 4);
+    accept = static_cast<uint32_t>(static_cast<int32_t>(b) - 9) >> 31;  // b < 9
+    return 4 - static_cast<int32_t>(b);
+  }
+}
+
+template <int Eta>
+inline int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  for (size_t pos = 0; pos < len && count < kN; ++pos) {
+    const uint32_t byte = buf[pos];
+    uint32_t accept0, accept1;
+    const int32_t c0 = CoeffFromHalfByte<Eta>(byte & 15, accept0);
+    const int32_t c1 = CoeffFromHalfByte<Eta>(byte >> 4, accept1);
+    // The rejection pattern is independent of the accepted coefficients: declassify it.
+    CtPublic(&accept0, sizeof(accept0));
+    CtPublic(&accept1, sizeof(accept1));
+    if (accept0) a[count++] = c0;
+    if (accept1 && count < kN) a[count++] = c1;
+  }
+  return count;
+}
+
+}  // namespace
+
+void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n) {
+  constexpr size_t kRate = Shake128::kRateBytes;
+  constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
+  alignas(64) uint8_t buf[kFirstBlocks * kRate];
+  for (size_t i = 0; i < n; ++i) {
+    Shake128 xof;
+    xof.Absorb(Bytes(rho, 32));
+    AbsorbNonce(xof, nonces[i]);
+    xof.Finalize();
+    xof.SqueezeBlocks(buf, kFirstBlocks);
+    int count = RejectUniform(out[i]->coeffs, 0, buf, sizeof(buf));
+    while (count < kN) {
+      xof.SqueezeBlocks(buf, 1);
+      count = RejectUniform(out[i]->coeffs, count, buf, kRate);
+    }
+  }
+}
+
+template <int Eta>
+void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_t* nonces,
+                    size_t n) {
+  constexpr size_t kRate = Shake256::kRateBytes;
+  constexpr size_t kFirstBlocks = 2;
+  alignas(64) uint8_t buf[kFirstBlocks * kRate];
+  ZeroOnExit wipe_buf(buf);
+  for (size_t i = 0; i < n; ++i) {
+    Shake256 xof;
+    xof.Absorb(Bytes(rho_prime, 64));
+    AbsorbNonce(xof, nonces[i]);
+    xof.Finalize();
+    xof.SqueezeBlocks(buf, kFirstBlocks);
+    int count = RejectEta<Eta>(out[i]->coeffs, 0, buf, sizeof(buf));
+    while (count < kN) {
+      xof.SqueezeBlocks(buf, 1);
+      count = RejectEta<Eta>(out[i]->coeffs, count, buf, kRate);
+    }
+  }
+}
+
+template <int Gamma1Bits>
+void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t* nonces, size_t n) {
+  constexpr size_t kRate = Shake256::kRateBytes;
+  constexpr size_t kBytes = 32 * (Gamma1Bits + 1);  // 576 or 640
+  constexpr size_t kBlocks = (kBytes + kRate - 1) / kRate;
+  alignas(64) uint8_t buf[kBlocks * kRate];
+  ZeroOnExit wipe_buf(buf);
+  for (size_t i = 0; i < n; ++i) {
+    Shake256 xof;
+    xof.Absorb(Bytes(rho_pp, 64));
+    AbsorbNonce(xof, nonces[i]);
+    xof.Finalize();
+    xof.SqueezeBlocks(buf, kBlocks);
+    UnpackZ<Gamma1Bits>(*out[i], buf);
+  }
+}
+
+void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) {
+  constexpr size_t kRate = Shake256::kRateBytes;
+  alignas(64) uint8_t buf[kRate];
+  Shake256 xof;
+  xof.Absorb(Bytes(c_tilde, c_tilde_len));
+  xof.Finalize();
+  xof.SqueezeBlocks(buf, 1);
+  uint64_t signs = 0;
+  for (int i = 0; i < 8; ++i) signs |= static_cast<uint64_t>(buf[i]) << (8 * i);
+  size_t pos = 8;
+  std::memset(c.coeffs, 0, sizeof(c.coeffs));
+  for (int i = kN - tau; i < kN; ++i) {
+    int j;
+    do {
+      if (pos == kRate) {
+        xof.SqueezeBlocks(buf, 1);
+        pos = 0;
+      }
+      j = buf[pos++];
+    } while (j > i);
+    c.coeffs[i] = c.coeffs[j];
+    c.coeffs[j] = 1 - 2 * static_cast<int32_t>(signs & 1);
+    signs >>= 1;
+  }
+}
+
+template void SampleEtaPolys<2>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
+template void SampleEtaPolys<4>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
+template void SampleMaskPolys<17>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
+template void SampleMaskPolys<19>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
+
+}  // namespace pqcd::kernels::mldsa
