@@ -27,6 +27,8 @@ const KemInfo kKemInfos[] = {MakeKemInfo<2>(KemAlgorithm::kMlKem512),
 
 }  // namespace
 
-const KemInfo& GetKemInfo(KemAlgorithm alg) { return kKemInfos[static_cast<size_t>(alg)]; }
+const KemInfo& GetKemInfo(KemAlgorithm alg) {
+  return kKemInfos[static_cast<size_t>(alg)];
+}
 
 }  // namespace pqcd::kernels

@@ -1,0 +1,108 @@
+// ML-KEM polynomial arithmetic (FIPS 203 §4), portable backend.
+//
+// Internal module of pqcd_mlkem: everything the ML-KEM algorithms do on polynomials goes through
+// these functions, so that SIMD backends can replace them one by one. Each function documents the
+// contract a replacement must meet: the bounds it may assume on its inputs and the bounds (and
+// exact values, where the result feeds the wire format) it must produce.
+//
+// Representation: a polynomial is 256 signed 16-bit coefficients, 64-byte aligned. Coefficients
+// are representatives mod q = 3329; "canonical" means in [0, q). R = 2^16 is the Montgomery
+// factor. NTT-domain polynomials use the order of FIPS 203 §4.3 (pairs (â[2i], â[2i+1]) are
+// residues mod X^2 - ζ^(2·BitRev7(i)+1)).
+//
+// Secret data: every function except SampleNttMany and DecodeEncapsKeyPoly runs in time
+// independent of coefficient values (no data-dependent branch, index or division).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace pqcd::kernels::mlkem {
+
+inline constexpr int kN = 256;
+inline constexpr int16_t kQ = 3329;
+inline constexpr size_t kPolyBytes = 384;  // ByteEncode12 of one polynomial
+inline constexpr size_t kSymBytes = 32;
+
+struct alignas(64) Poly {
+  int16_t c[kN];
+};
+
+// Precomputed products b[2i+1]·ζ^(2·BitRev7(i)+1) of a right-hand operand of BasemulAcc, so that
+// the products are computed once per vector entry and reused for every row of the matrix.
+struct alignas(64) PolyMulCache {
+  int16_t c[kN / 2];
+};
+
+// ---- NTT domain -------------------------------------------------------------------------------
+
+// Forward NTT (FIPS 203 Alg. 9) in place.
+// In: |a[i]| < q. Out: NTT(a) (normal domain, no Montgomery factor), |â[i]| <= (q-1)/2.
+void PolyNtt(Poly& a);
+
+// Inverse NTT (FIPS 203 Alg. 10) in place, times R: out = R · NTT^-1(â) mod q, which cancels the
+// R^-1 that BasemulAcc leaves. In: |â[i]| < q. Out: |a[i]| < q.
+void PolyInvNttTimesR(Poly& a);
+
+// cache[i] = b[2i+1] · ζ^(2·BitRev7(i)+1) mod q. In: |b[i]| < q. Out: |cache[i]| < q.
+void PolyMulCacheCompute(PolyMulCache& cache, const Poly& b);
+
+// out = R^-1 · Σ_{j<k} a[j] ∘ b[j] (FIPS 203 Alg. 11 MultiplyNTTs summed over a vector, with one
+// Montgomery reduction per coefficient at the end). cache[j] must be PolyMulCacheCompute(b[j]).
+// In: 1 <= k <= 4, |a[j][i]| < q, |b[j][i]| < q, |cache[j][i]| < q. Out: |out[i]| < q.
+void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache, int k);
+
+// a = a · R mod q (undoes the R^-1 of BasemulAcc). In: any int16. Out: |a[i]| < q.
+void PolyToMont(Poly& a);
+
+// ---- Coefficient-wise -------------------------------------------------------------------------
+
+// r[i] += a[i], no reduction. The caller guarantees the sum fits in int16.
+void PolyAdd(Poly& r, const Poly& a);
+// r[i] -= a[i], no reduction. The caller guarantees the difference fits in int16.
+void PolySub(Poly& r, const Poly& a);
+// Canonical representative. In: any int16. Out: [0, q), congruent mod q.
+void PolyReduceCanonical(Poly& a);
+
+// ---- Byte encoding ----------------------------------------------------------------------------
+
+// ByteEncode12 (Alg. 5). In: canonical. Out: 384 bytes.
+void PolyEncode12(uint8_t out[kPolyBytes], const Poly& a);
+// ByteDecode12 (Alg. 6) including the reduction mod q FIPS 203 specifies for d = 12. Constant time
+// (used for the secret ŝ). Out: canonical.
+void PolyDecode12(Poly& a, const uint8_t in[kPolyBytes]);
+// ByteDecode12 for public data with the §7.2 modulus check: returns false if any encoded value is
+// >= q (then `a` holds the unreduced values). Out on success: canonical. May branch on the data.
+bool DecodeEncapsKeyPoly(Poly& a, const uint8_t in[kPolyBytes]);
+
+// ByteEncode_D(Compress_D(a)) for D in {4, 5, 10, 11} (Alg. 5 and §4.2.1 Compress), writing
+// 32·D bytes. Rounding is exactly FIPS 203's round(2^D/q · x) mod 2^D, computed with a
+// multiply-shift (no division: KyberSlash). In: canonical.
+template <int D>
+void PolyCompressEncode(uint8_t* out, const Poly& a);
+// Decompress_D(ByteDecode_D(in)) for D in {4, 5, 10, 11}, reading 32·D bytes. Out: canonical.
+template <int D>
+void PolyDecodeDecompress(Poly& a, const uint8_t* in);
+
+// μ = Decompress_1(ByteDecode_1(m)) (Alg. 14 step 20): coefficients 0 or 1665, constant time.
+void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
+// m = ByteEncode_1(Compress_1(a)) (Alg. 15 step 7), constant time. In: canonical.
+void PolyToMessage(uint8_t m[kSymBytes], const Poly& a);
+
+// ---- Sampling ---------------------------------------------------------------------------------
+
+// One seed of SampleNTT: ρ || j || i (34 bytes, FIPS 203 Alg. 13 step 6 / Alg. 14 step 6).
+using XofSeed = std::array<uint8_t, 34>;
+
+// out[t] = SampleNTT(seeds[t]) (Alg. 7) for t < n. A backend may process several seeds at once
+// (multi-lane SHAKE128); results must be identical. Data are public (ρ is part of ek): this
+// function branches on them (rejection sampling) and declassifies them for the constant-time test.
+// Out: canonical.
+void SampleNttMany(const XofSeed* seeds, Poly* out, size_t n);
+
+// out[t] = SamplePolyCBD_eta(PRF_eta(seed, nonce0 + t)) (Alg. 8 with PRF of §4.1) for t < n, eta in
+// {2, 3}. Secret: constant time; internal buffers are zeroized. Out: [-eta, eta].
+void SampleCbdMany(int eta, const uint8_t seed[kSymBytes], uint8_t nonce0, Poly* out, size_t n);
+
+}  // namespace pqcd::kernels::mlkem
