@@ -1,0 +1,349 @@
+#include "keystore/record_codec.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "openssl/crypto.h"
+#include "openssl/evp.h"
+#include "openssl/hmac.h"
+#include "openssl/rand.h"
+#include "spdlog/spdlog.h"
+
+namespace pqcd::server::internal {
+namespace {
+
+constexpr uint8_t kMagic[4] = {'P', 'Q', 'K', 'S'};
+constexpr uint16_t kFormatVersion = 1;
+constexpr size_t kNonceBytes = 12;
+constexpr size_t kTagBytes = 16;
+constexpr size_t kPrefixBytes = 4 + 2 + 2 + 8 + kNonceBytes;  // up to and including the nonce
+constexpr char kAeadKeyLabel[] = "pqcd/keystore/v1/aes-256-gcm";
+constexpr char kKekCheckLabel[] = "pqcd/keystore/v1/kek-check";
+
+// ---- little-endian writer / bounds-checked reader --------------------------------------------
+
+void PutU16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v));
+  out.push_back(static_cast<uint8_t>(v >> 8));
+}
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void PutU64(std::vector<uint8_t>& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void PutBytes(std::vector<uint8_t>& out, const void* data, size_t n) {
+  PutU32(out, static_cast<uint32_t>(n));
+  const auto* p = static_cast<const uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
+void PutU32At(std::vector<uint8_t>& out, size_t pos, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out[pos + i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  bool U16(uint16_t* v) {
+    if (n_ - pos_ < 2) return false;
+    *v = static_cast<uint16_t>(p_[pos_] | (p_[pos_ + 1] << 8));
+    pos_ += 2;
+    return true;
+  }
+  bool U32(uint32_t* v) {
+    if (n_ - pos_ < 4) return false;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>(p_[pos_ + i]) << (8 * i);
+    *v = r;
+    pos_ += 4;
+    return true;
+  }
+  bool U64(uint64_t* v) {
+    if (n_ - pos_ < 8) return false;
+    uint64_t r = 0;
+    for (int i = 0; i < 8; ++i) r |= static_cast<uint64_t>(p_[pos_ + i]) << (8 * i);
+    *v = r;
+    pos_ += 8;
+    return true;
+  }
+  bool Skip(size_t k, const uint8_t** where) {
+    if (n_ - pos_ < k) return false;
+    *where = p_ + pos_;
+    pos_ += k;
+    return true;
+  }
+  bool Str(std::string* s) {
+    uint32_t len;
+    const uint8_t* where;
+    if (!U32(&len) || !Skip(len, &where)) return false;
+    s->assign(reinterpret_cast<const char*>(where), len);
+    return true;
+  }
+  bool Bytes(std::vector<uint8_t>* b) {
+    uint32_t len;
+    const uint8_t* where;
+    if (!U32(&len) || !Skip(len, &where)) return false;
+    b->assign(where, where + len);
+    return true;
+  }
+  size_t pos() const { return pos_; }
+  size_t left() const { return n_ - pos_; }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+void EncodeMeta(const RecordMeta& m, std::vector<uint8_t>& out) {
+  PutU32(out, m.version);
+  PutU32(out, static_cast<uint32_t>(m.algorithm));
+  PutU64(out, static_cast<uint64_t>(m.created_unix_ms));
+  PutBytes(out, m.key_id.data(), m.key_id.size());
+  PutBytes(out, m.owner.data(), m.owner.size());
+  PutU32(out, static_cast<uint32_t>(m.labels.size()));
+  for (const auto& [k, v] : m.labels) {
+    PutBytes(out, k.data(), k.size());
+    PutBytes(out, v.data(), v.size());
+  }
+  PutBytes(out, m.public_key.data(), m.public_key.size());
+}
+
+bool DecodeMeta(const uint8_t* p, size_t n, RecordMeta* m) {
+  Reader r(p, n);
+  uint32_t alg, count;
+  uint64_t created;
+  if (!r.U32(&m->version) || !r.U32(&alg) || !r.U64(&created) || !r.Str(&m->key_id) ||
+      !r.Str(&m->owner) || !r.U32(&count)) {
+    return false;
+  }
+  m->algorithm = static_cast<int>(alg);
+  m->created_unix_ms = static_cast<int64_t>(created);
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string k, v;
+    if (!r.Str(&k) || !r.Str(&v)) return false;
+    m->labels[std::move(k)] = std::move(v);
+  }
+  return r.Bytes(&m->public_key) && r.left() == 0;
+}
+
+struct CtxFree {
+  void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
+};
+using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, CtxFree>;
+
+void DeriveKey(const SecretBytes& kek, const char* label, uint8_t out[32]) {
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), kek.data(), static_cast<int>(kek.size()),
+           reinterpret_cast<const uint8_t*>(label), std::strlen(label), out, &len) == nullptr ||
+      len != 32) {
+    // Only on a broken OpenSSL installation; fail closed with an unusable all-zero output would be
+    // worse, so stop here.
+    spdlog::critical("HMAC-SHA256 key derivation failed in OpenSSL");
+    std::abort();
+  }
+}
+
+// Branch-free hex digit decoding (the KEK is secret): returns the nibble, ORs -1 into *bad on a
+// non-hex character.
+int32_t HexNibble(uint8_t c, int32_t* bad) {
+  const int32_t x = c;
+  const int32_t lower = x | 0x20;
+  auto ge = [](int32_t a, int32_t b) { return ~((a - b) >> 31); };  // -1 if a >= b else 0
+  const int32_t digit = ge(x, '0') & ge('9', x);
+  const int32_t alpha = ge(lower, 'a') & ge('f', lower);
+  *bad |= ~(digit | alpha);
+  return (digit & (x - '0')) | (alpha & (lower - 'a' + 10));
+}
+
+}  // namespace
+
+absl::StatusOr<SecretBytes> LoadKek(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open KEK file ", path, ": ", std::strerror(errno)));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot stat KEK file ", path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("KEK file ", path, " is not a regular file"));
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    spdlog::warn(
+        "KEK file {} is accessible by group or others (mode {:04o}); restrict it with "
+        "chmod 600",
+        path, static_cast<unsigned>(st.st_mode & 07777));
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  const std::string kExpect =
+      "must hold exactly 32 raw bytes or 64 hex characters (optionally "
+      "followed by a newline)";
+  if (size != 32 && size != 64 && size != 65 && size != 66) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KEK file ", path, " has ", size, " bytes; it ", kExpect));
+  }
+  SecretBytes buf(size + 1);  // +1 detects a file that grew since fstat
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t r = read(fd, buf.data() + got, buf.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot read KEK file ", path, ": ", std::strerror(errno)));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got != size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("KEK file ", path, " changed while being read"));
+  }
+  SecretBytes kek(32);
+  if (size == 32) {
+    std::memcpy(kek.data(), buf.data(), 32);
+    return kek;
+  }
+  // Hex form; the line ending is not secret.
+  bool ending_ok = size == 64 || (size == 65 && buf.data()[64] == '\n') ||
+                   (size == 66 && buf.data()[64] == '\r' && buf.data()[65] == '\n');
+  int32_t bad = 0;
+  for (size_t i = 0; i < 32; ++i) {
+    const int32_t hi = HexNibble(buf.data()[2 * i], &bad);
+    const int32_t lo = HexNibble(buf.data()[2 * i + 1], &bad);
+    kek.data()[i] = static_cast<uint8_t>((hi << 4) | lo);
+  }
+  if (!ending_ok || bad != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KEK file ", path, " is not valid: it ", kExpect));
+  }
+  return kek;
+}
+
+RecordSealer::RecordSealer(const SecretBytes& kek) : aead_key_(32) {
+  DeriveKey(kek, kAeadKeyLabel, aead_key_.data());
+  SecretBytes check(32);
+  DeriveKey(kek, kKekCheckLabel, check.data());
+  std::memcpy(kek_check_.data(), check.data(), kek_check_.size());
+}
+
+absl::StatusOr<std::vector<uint8_t>> RecordSealer::Seal(const RecordMeta& meta,
+                                                        const SecretBytes& private_key) const {
+  std::vector<uint8_t> out;
+  out.insert(out.end(), kMagic, kMagic + 4);
+  PutU16(out, kFormatVersion);
+  PutU16(out, 0);
+  out.insert(out.end(), kek_check_.begin(), kek_check_.end());
+  uint8_t nonce[kNonceBytes];
+  if (RAND_bytes(nonce, sizeof nonce) != 1) {
+    return absl::InternalError("random nonce generation failed");
+  }
+  out.insert(out.end(), nonce, nonce + kNonceBytes);
+  const size_t meta_len_pos = out.size();
+  PutU32(out, 0);
+  EncodeMeta(meta, out);
+  const size_t meta_len = out.size() - meta_len_pos - 4;
+  const size_t total = out.size() + 4 + private_key.size() + kTagBytes;
+  if (total > kMaxRecordBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("key record would take ", total,
+                                                   " bytes; the limit is ", kMaxRecordBytes,
+                                                   " (labels, owner or public key too large)"));
+  }
+  PutU32At(out, meta_len_pos, static_cast<uint32_t>(meta_len));
+  PutU32(out, static_cast<uint32_t>(private_key.size()));
+  const size_t aad_len = out.size();
+  out.resize(total);
+
+  CipherCtx ctx(EVP_CIPHER_CTX_new());
+  int len = 0;
+  bool ok =
+      ctx != nullptr &&
+      EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, aead_key_.data(), nonce) == 1 &&
+      EVP_EncryptUpdate(ctx.get(), nullptr, &len, out.data(), static_cast<int>(aad_len)) == 1;
+  if (ok && !private_key.empty()) {
+    ok = EVP_EncryptUpdate(ctx.get(), out.data() + aad_len, &len, private_key.data(),
+                           static_cast<int>(private_key.size())) == 1 &&
+         static_cast<size_t>(len) == private_key.size();
+  }
+  ok = ok && EVP_EncryptFinal_ex(ctx.get(), out.data() + aad_len + private_key.size(), &len) == 1 &&
+       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, kTagBytes,
+                           out.data() + aad_len + private_key.size()) == 1;
+  if (!ok) return absl::InternalError("AES-256-GCM sealing failed in OpenSSL");
+  return out;
+}
+
+OpenResult RecordSealer::Open(const uint8_t* data, size_t size) const {
+  OpenResult res;
+  auto fail = [&res](OpenFailure f, std::string why) -> OpenResult {
+    res.failure = f;
+    res.reason = std::move(why);
+    return std::move(res);
+  };
+  Reader r(data, size);
+  const uint8_t *magic, *check, *nonce, *meta, *ct, *tag;
+  uint16_t format, flags;
+  if (!r.Skip(4, &magic)) return fail(OpenFailure::kMalformed, "truncated (no header)");
+  if (std::memcmp(magic, kMagic, 4) != 0) {
+    return fail(OpenFailure::kMalformed, "not a pqcd key record (bad magic)");
+  }
+  if (!r.U16(&format) || !r.U16(&flags) || !r.Skip(8, &check) || !r.Skip(kNonceBytes, &nonce)) {
+    return fail(OpenFailure::kMalformed, "truncated header");
+  }
+  if (format != kFormatVersion || flags != 0) {
+    return fail(OpenFailure::kMalformed,
+                absl::StrCat("unsupported record format ", format, " (flags ", flags, ")"));
+  }
+  uint32_t meta_len, ct_len;
+  if (!r.U32(&meta_len) || !r.Skip(meta_len, &meta) || !r.U32(&ct_len)) {
+    return fail(OpenFailure::kMalformed, absl::StrCat("truncated (", size, " bytes)"));
+  }
+  const size_t aad_len = r.pos();
+  if (!r.Skip(ct_len, &ct) || !r.Skip(kTagBytes, &tag)) {
+    return fail(OpenFailure::kMalformed, absl::StrCat("truncated (", size, " bytes)"));
+  }
+  if (r.left() != 0) {
+    return fail(OpenFailure::kMalformed, absl::StrCat(r.left(), " unexpected trailing bytes"));
+  }
+  if (CRYPTO_memcmp(check, kek_check_.data(), kek_check_.size()) != 0) {
+    return fail(OpenFailure::kWrongKek, "sealed under a different key-encryption key");
+  }
+
+  SecretBytes plain(ct_len);
+  CipherCtx ctx(EVP_CIPHER_CTX_new());
+  int len = 0;
+  bool ok =
+      ctx != nullptr &&
+      EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, aead_key_.data(), nonce) == 1 &&
+      EVP_DecryptUpdate(ctx.get(), nullptr, &len, data, static_cast<int>(aad_len)) == 1;
+  if (ok && ct_len != 0) {
+    ok = EVP_DecryptUpdate(ctx.get(), plain.data(), &len, ct, static_cast<int>(ct_len)) == 1;
+  }
+  ok = ok && EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagBytes,
+                                 const_cast<uint8_t*>(tag)) == 1;
+  uint8_t final_block[16];
+  ok = ok && EVP_DecryptFinal_ex(ctx.get(), final_block, &len) == 1;
+  if (!ok) {
+    return fail(OpenFailure::kAuthFailed, "authentication failed (corrupted or tampered)");
+  }
+  if (!DecodeMeta(meta, meta_len, &res.meta)) {
+    return fail(OpenFailure::kMalformed, "authenticated but unparsable metadata");
+  }
+  res.private_key = std::move(plain);
+  return res;
+}
+
+}  // namespace pqcd::server::internal
