@@ -193,6 +193,9 @@ absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
   if (ins.size() != outs.size()) {
     return absl::InvalidArgumentError("HashBatch: inputs and outputs differ in count");
   }
+  if (static_cast<size_t>(alg) >= kHashes.size()) {
+    return absl::InvalidArgumentError("unknown hash algorithm");
+  }
   const HashDesc& d = Desc(alg);
   const bool multi_lane = d.rate != 0 || alg == HashAlgorithm::kSm3;
   absl::Status first;

@@ -1,0 +1,625 @@
+// pqc-bench: single-core micro-benchmarks of the pqcd kernels, run once per backend (ISA) that
+// this CPU supports, so the portable path and each SIMD path appear side by side in one run.
+//
+// Usage:
+//   pqc-bench [--cpu=N] [Google Benchmark flags]
+//
+//   --cpu=N                      pin the process to CPU N before anything runs (default: the last
+//                                CPU in the allowed set, usually the least disturbed one)
+//   --benchmark_filter=REGEX     e.g. 'MlKem.*ML-KEM-768', 'Sha3|Shake', '/avx2'
+//   --benchmark_repetitions=N    repetitions per benchmark (default here: 5); only the aggregates
+//                                (mean, median, stddev, cv) are reported: quote the median
+//   --benchmark_min_time=S       minimum seconds per repetition (Benchmark 1.7: a plain number)
+//   --benchmark_format=json --benchmark_out=FILE   machine-readable results
+//
+// A full run (about 90 benchmarks per backend, 5 repetitions of at least 0.5 s each) takes on the
+// order of 10 minutes with two backends; filter for anything quicker.
+//
+// Examples:
+//   pqc-bench --benchmark_filter='MlKemEncaps/' --benchmark_repetitions=9
+//   pqc-bench --cpu=3 --benchmark_filter='Sha3_256|Shake128' --benchmark_min_time=0.2
+//
+// Names: BM_<Operation>/<parameter set or size>[/batch:N]/<backend>, where <backend> is the
+// kernels' active ISA while the benchmark runs (portable, avx2, avx512); SHA-256 runs in OpenSSL
+// and is tagged "openssl".
+//
+// Counters per operation:
+//   items_per_second   operations per second (for batch benchmarks: per item, not per batch).
+//                      Google Benchmark derives it from CPU time, while tsc_per_op is wall-clock
+//                      ticks: on a quiet pinned core they agree; if they do not, the core was
+//                      shared (check the Time vs CPU columns).
+//   tsc_per_op         time-stamp-counter ticks per operation (__rdtsc around the timed loop).
+//                      The TSC runs at a constant rate: it equals core cycles only when the core
+//                      runs at the TSC frequency (turbo and power saving make them differ).
+//   bytes_per_second   hash throughput
+//
+// Randomized operations (key generation, encapsulation, hedged signing) draw from a SeededRandom,
+// so every run does the same work; the cost of reading the OS random source is not included.
+#include <benchmark/benchmark.h>
+#include <sched.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pqcd/kernels/hash.h"
+#include "pqcd/kernels/isa.h"
+#include "pqcd/kernels/random.h"
+#include "pqcd/kernels/sha3.h"
+#include "pqcd/kernels/sm3.h"
+
+// Build with -DPQCD_BENCH_NO_PQC to leave out ML-KEM/ML-DSA (e.g. while their kernels are
+// unfinished); the normal build includes them.
+#if !defined(PQCD_BENCH_NO_PQC)
+#include "pqcd/kernels/mldsa.h"
+#include "pqcd/kernels/mlkem.h"
+#endif
+
+namespace pqcd::bench {
+namespace {
+
+using kernels::Bytes;
+using kernels::HashAlgorithm;
+using kernels::Isa;
+using kernels::MutBytes;
+
+constexpr int kDefaultRepetitions = 5;
+constexpr int kBatchSizes[] = {4, 8, 16};
+
+// ---------------------------------------------------------------------------------------------
+// Timing: the whole timed loop is bracketed by __rdtsc(), so the per-op figure carries no
+// per-iteration overhead. Benchmarks must not pause the timer inside the loop.
+
+template <class Body>
+void Measure(benchmark::State& state, int64_t ops_per_iteration, int64_t bytes_per_iteration,
+             Body&& body) {
+  const uint64_t t0 = __rdtsc();
+  for (auto _ : state) {
+    if (!body()) break;  // body has called SkipWithError
+  }
+  const uint64_t t1 = __rdtsc();
+  const int64_t ops = state.iterations() * ops_per_iteration;
+  if (ops <= 0) return;
+  state.SetItemsProcessed(ops);
+  if (bytes_per_iteration > 0) state.SetBytesProcessed(state.iterations() * bytes_per_iteration);
+  state.counters["tsc_per_op"] =
+      benchmark::Counter(static_cast<double>(t1 - t0) / static_cast<double>(ops));
+}
+
+bool Check(benchmark::State& state, const absl::Status& s) {
+  if (s.ok()) return true;
+  state.SkipWithError(s.ToString().c_str());
+  return false;
+}
+
+std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
+  kernels::SeededRandom rng(seed);
+  std::vector<uint8_t> v(n);
+  (void)rng.Generate(v);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashes
+
+void BM_KeccakF1600(benchmark::State& state, bool portable) {
+  alignas(64) uint64_t s[kernels::kKeccakLanes] = {};
+  s[0] = 1;
+  Measure(state, 1, 0, [&] {
+    if (portable) {
+      kernels::KeccakF1600Portable(s);
+    } else {
+      kernels::KeccakF1600(s);
+    }
+    benchmark::DoNotOptimize(s);
+    return true;
+  });
+}
+
+void BM_Hash(benchmark::State& state, HashAlgorithm alg, size_t len) {
+  const std::vector<uint8_t> msg = RandomBytes(len, 1);
+  std::vector<uint8_t> out(kernels::HashDigestBytes(alg));
+  Measure(state, 1, static_cast<int64_t>(len), [&] {
+    if (!Check(state, kernels::Hash(alg, msg, out))) return false;
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+void BM_HashBatch(benchmark::State& state, HashAlgorithm alg, size_t len, int batch) {
+  std::vector<std::vector<uint8_t>> msgs, outs;
+  std::vector<Bytes> ins;
+  std::vector<MutBytes> out_views;
+  for (int i = 0; i < batch; ++i) {
+    msgs.push_back(RandomBytes(len, 100 + i));
+    outs.emplace_back(kernels::HashDigestBytes(alg));
+  }
+  for (int i = 0; i < batch; ++i) {
+    ins.push_back(msgs[i]);
+    out_views.push_back(outs[i]);
+  }
+  Measure(state, batch, static_cast<int64_t>(len) * batch, [&] {
+    if (!Check(state, kernels::HashBatch(alg, ins, out_views))) return false;
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+#if !defined(PQCD_BENCH_NO_PQC)
+// ---------------------------------------------------------------------------------------------
+// ML-KEM (FIPS 203)
+
+template <class Kem>
+struct KemKeys {
+  std::array<uint8_t, Kem::kEncapsKeyBytes> ek;
+  std::array<uint8_t, Kem::kDecapsKeyBytes> dk;
+  std::array<uint8_t, Kem::kCiphertextBytes> ct;
+  std::array<uint8_t, Kem::kSharedSecretBytes> ss;
+};
+
+template <class Kem>
+bool MakeKemKeys(benchmark::State& state, KemKeys<Kem>& k, uint64_t seed) {
+  kernels::SeededRandom rng(seed);
+  return Check(state, Kem::KeyGen(k.ek, k.dk, rng)) &&
+         Check(state, Kem::Encaps(k.ek, k.ct, k.ss, rng));
+}
+
+template <class Kem>
+void BM_MlKemKeyGen(benchmark::State& state) {
+  kernels::SeededRandom rng(uint64_t{1});
+  KemKeys<Kem> k;
+  Measure(state, 1, 0, [&] {
+    if (!Check(state, Kem::KeyGen(k.ek, k.dk, rng))) return false;
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Kem>
+void BM_MlKemEncaps(benchmark::State& state) {
+  KemKeys<Kem> k;
+  if (!MakeKemKeys<Kem>(state, k, 2)) return;
+  kernels::SeededRandom rng(uint64_t{3});
+  Measure(state, 1, 0, [&] {
+    if (!Check(state, Kem::Encaps(k.ek, k.ct, k.ss, rng))) return false;
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Kem>
+void BM_MlKemDecaps(benchmark::State& state) {
+  KemKeys<Kem> k;
+  if (!MakeKemKeys<Kem>(state, k, 4)) return;
+  Measure(state, 1, 0, [&] {
+    if (!Check(state, Kem::Decaps(k.dk, k.ct, k.ss))) return false;
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Kem>
+void BM_MlKemKeyGenBatch(benchmark::State& state, int batch) {
+  std::vector<KemKeys<Kem>> keys(batch);
+  std::vector<kernels::KemKeyGenItem> items(batch);
+  kernels::SeededRandom rng(uint64_t{5});
+  for (int i = 0; i < batch; ++i) {
+    items[i].ek = keys[i].ek;
+    items[i].dk = keys[i].dk;
+  }
+  Measure(state, batch, 0, [&] {
+    Kem::KeyGenBatch(items, rng);
+    for (const auto& it : items) {
+      if (!Check(state, it.status)) return false;
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Kem>
+void BM_MlKemEncapsBatch(benchmark::State& state, int batch) {
+  std::vector<KemKeys<Kem>> keys(batch);
+  std::vector<kernels::KemEncapsItem> items(batch);
+  kernels::SeededRandom rng(uint64_t{6});
+  for (int i = 0; i < batch; ++i) {
+    if (!MakeKemKeys<Kem>(state, keys[i], 100 + i)) return;
+    items[i].ek = keys[i].ek;
+    items[i].ct = keys[i].ct;
+    items[i].ss = keys[i].ss;
+  }
+  Measure(state, batch, 0, [&] {
+    Kem::EncapsBatch(items, rng);
+    for (const auto& it : items) {
+      if (!Check(state, it.status)) return false;
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Kem>
+void BM_MlKemDecapsBatch(benchmark::State& state, int batch) {
+  std::vector<KemKeys<Kem>> keys(batch);
+  std::vector<kernels::KemDecapsItem> items(batch);
+  for (int i = 0; i < batch; ++i) {
+    if (!MakeKemKeys<Kem>(state, keys[i], 200 + i)) return;
+    items[i].dk = keys[i].dk;
+    items[i].ct = keys[i].ct;
+    items[i].ss = keys[i].ss;
+  }
+  Measure(state, batch, 0, [&] {
+    Kem::DecapsBatch(items);
+    for (const auto& it : items) {
+      if (!Check(state, it.status)) return false;
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// ML-DSA (FIPS 204). Signing is hedged (fresh rnd per signature) and its cost varies with the
+// number of rejection rounds, so each iteration signs a fixed set of messages and the per-op
+// figure is the mean over that set.
+
+constexpr int kDsaMessages = 16;
+constexpr size_t kDsaMessageBytes = 64;
+
+std::vector<std::vector<uint8_t>> DsaMessages() {
+  std::vector<std::vector<uint8_t>> m;
+  for (int i = 0; i < kDsaMessages; ++i) m.push_back(RandomBytes(kDsaMessageBytes, 300 + i));
+  return m;
+}
+
+template <class Dsa>
+struct DsaKeys {
+  std::array<uint8_t, Dsa::kPublicKeyBytes> pk;
+  std::array<uint8_t, Dsa::kPrivateKeyBytes> sk;
+};
+
+template <class Dsa>
+void BM_MlDsaKeyGen(benchmark::State& state) {
+  kernels::SeededRandom rng(uint64_t{7});
+  DsaKeys<Dsa> k;
+  Measure(state, 1, 0, [&] {
+    if (!Check(state, Dsa::KeyGen(k.pk, k.sk, rng))) return false;
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Dsa>
+void BM_MlDsaSign(benchmark::State& state) {
+  kernels::SeededRandom rng(uint64_t{8});
+  DsaKeys<Dsa> k;
+  if (!Check(state, Dsa::KeyGen(k.pk, k.sk, rng))) return;
+  const auto msgs = DsaMessages();
+  std::array<uint8_t, Dsa::kSignatureBytes> sig;
+  const kernels::DsaSignOptions hedged{};  // pure ML-DSA, empty context, fresh rnd
+  Measure(state, kDsaMessages, 0, [&] {
+    for (const auto& m : msgs) {
+      if (!Check(state, Dsa::Sign(k.sk, m, hedged, sig, rng))) return false;
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Dsa>
+void BM_MlDsaVerify(benchmark::State& state) {
+  kernels::SeededRandom rng(uint64_t{9});
+  DsaKeys<Dsa> k;
+  if (!Check(state, Dsa::KeyGen(k.pk, k.sk, rng))) return;
+  const auto msgs = DsaMessages();
+  std::vector<std::array<uint8_t, Dsa::kSignatureBytes>> sigs(kDsaMessages);
+  const kernels::DsaSignOptions hedged{};
+  for (int i = 0; i < kDsaMessages; ++i) {
+    if (!Check(state, Dsa::Sign(k.sk, msgs[i], hedged, sigs[i], rng))) return;
+  }
+  const kernels::DsaMessageOptions pure{};
+  Measure(state, kDsaMessages, 0, [&] {
+    for (int i = 0; i < kDsaMessages; ++i) {
+      const absl::StatusOr<bool> ok = Dsa::Verify(k.pk, msgs[i], sigs[i], pure);
+      if (!Check(state, ok.status())) return false;
+      if (!*ok) {
+        state.SkipWithError("a valid signature did not verify");
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
+template <class Dsa>
+void BM_MlDsaKeyGenBatch(benchmark::State& state, int batch) {
+  std::vector<DsaKeys<Dsa>> keys(batch);
+  std::vector<kernels::DsaKeyGenItem> items(batch);
+  kernels::SeededRandom rng(uint64_t{10});
+  for (int i = 0; i < batch; ++i) {
+    items[i].pk = keys[i].pk;
+    items[i].sk = keys[i].sk;
+  }
+  Measure(state, batch, 0, [&] {
+    Dsa::KeyGenBatch(items, rng);
+    for (const auto& it : items) {
+      if (!Check(state, it.status)) return false;
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+// Each iteration signs kDsaMessages messages in batches of `batch` (a multiple of 16 or a
+// divisor of it), so the per-op figure is a mean over the same message set as BM_MlDsaSign.
+template <class Dsa>
+void BM_MlDsaSignBatch(benchmark::State& state, int batch) {
+  kernels::SeededRandom rng(uint64_t{11});
+  DsaKeys<Dsa> k;
+  if (!Check(state, Dsa::KeyGen(k.pk, k.sk, rng))) return;
+  const auto msgs = DsaMessages();
+  std::vector<std::array<uint8_t, Dsa::kSignatureBytes>> sigs(batch);
+  std::vector<kernels::DsaSignItem> items(batch);
+  for (int i = 0; i < batch; ++i) {
+    items[i].sk = k.sk;
+    items[i].sig = sigs[i];
+  }
+  const int rounds = std::max(1, kDsaMessages / batch);
+  Measure(state, static_cast<int64_t>(rounds) * batch, 0, [&] {
+    for (int r = 0; r < rounds; ++r) {
+      for (int i = 0; i < batch; ++i) items[i].message = msgs[(r * batch + i) % kDsaMessages];
+      Dsa::SignBatch(items, rng);
+      for (const auto& it : items) {
+        if (!Check(state, it.status)) return false;
+      }
+    }
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+template <class Dsa>
+void BM_MlDsaVerifyBatch(benchmark::State& state, int batch) {
+  kernels::SeededRandom rng(uint64_t{12});
+  DsaKeys<Dsa> k;
+  if (!Check(state, Dsa::KeyGen(k.pk, k.sk, rng))) return;
+  const auto msgs = DsaMessages();
+  std::vector<std::array<uint8_t, Dsa::kSignatureBytes>> sigs(batch);
+  std::vector<kernels::DsaVerifyItem> items(batch);
+  const kernels::DsaSignOptions hedged{};
+  for (int i = 0; i < batch; ++i) {
+    const auto& m = msgs[i % kDsaMessages];
+    if (!Check(state, Dsa::Sign(k.sk, m, hedged, sigs[i], rng))) return;
+    items[i].pk = k.pk;
+    items[i].message = m;
+    items[i].sig = sigs[i];
+  }
+  Measure(state, batch, 0, [&] {
+    Dsa::VerifyBatch(items);
+    for (const auto& it : items) {
+      if (!Check(state, it.status)) return false;
+      if (!it.valid) {
+        state.SkipWithError("a valid signature did not verify");
+        return false;
+      }
+    }
+    return true;
+  });
+}
+#endif  // !PQCD_BENCH_NO_PQC
+
+// ---------------------------------------------------------------------------------------------
+// Registration: every benchmark once per supported backend; the backend is switched at the start
+// of each run (registration happens up front, runs happen later in registration order).
+
+using BenchFn = std::function<void(benchmark::State&)>;
+
+void Add(const std::string& name, std::optional<Isa> isa, benchmark::TimeUnit unit, BenchFn fn) {
+  const std::string full = name + "/" + (isa ? std::string(kernels::IsaName(*isa)) : "openssl");
+  benchmark::RegisterBenchmark(full.c_str(),
+                               [isa, fn](benchmark::State& state) {
+                                 const Isa want = isa.value_or(kernels::Isa::kPortable);
+                                 if (!Check(state, kernels::SetActiveIsa(want))) return;
+                                 fn(state);
+                               })
+      ->ReportAggregatesOnly(true)
+      ->Unit(unit);
+}
+
+#if !defined(PQCD_BENCH_NO_PQC)
+template <class Kem>
+void AddKem(Isa isa) {
+  const std::string p = std::string(Kem::kName);
+  Add("BM_MlKemKeyGen/" + p, isa, benchmark::kMicrosecond, BM_MlKemKeyGen<Kem>);
+  Add("BM_MlKemEncaps/" + p, isa, benchmark::kMicrosecond, BM_MlKemEncaps<Kem>);
+  Add("BM_MlKemDecaps/" + p, isa, benchmark::kMicrosecond, BM_MlKemDecaps<Kem>);
+  for (int b : kBatchSizes) {
+    const std::string suffix = "/batch:" + std::to_string(b);
+    Add("BM_MlKemKeyGenBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemKeyGenBatch<Kem>(s, b); });
+    Add("BM_MlKemEncapsBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemEncapsBatch<Kem>(s, b); });
+    Add("BM_MlKemDecapsBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemDecapsBatch<Kem>(s, b); });
+  }
+}
+
+template <class Dsa>
+void AddDsa(Isa isa) {
+  const std::string p = std::string(Dsa::kName);
+  Add("BM_MlDsaKeyGen/" + p, isa, benchmark::kMicrosecond, BM_MlDsaKeyGen<Dsa>);
+  Add("BM_MlDsaSign/" + p, isa, benchmark::kMicrosecond, BM_MlDsaSign<Dsa>);
+  Add("BM_MlDsaVerify/" + p, isa, benchmark::kMicrosecond, BM_MlDsaVerify<Dsa>);
+  for (int b : kBatchSizes) {
+    const std::string suffix = "/batch:" + std::to_string(b);
+    Add("BM_MlDsaKeyGenBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlDsaKeyGenBatch<Dsa>(s, b); });
+    Add("BM_MlDsaSignBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlDsaSignBatch<Dsa>(s, b); });
+    Add("BM_MlDsaVerifyBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlDsaVerifyBatch<Dsa>(s, b); });
+  }
+}
+#endif
+
+void RegisterAll(const std::vector<Isa>& backends) {
+  using kernels::HashAlgorithm;
+  // Backend-independent references, once.
+  Add("BM_KeccakF1600Portable", Isa::kPortable, benchmark::kNanosecond,
+      [](benchmark::State& s) { BM_KeccakF1600(s, /*portable=*/true); });
+  Add("BM_Sha2_256/65536B", std::nullopt, benchmark::kMicrosecond,
+      [](benchmark::State& s) { BM_Hash(s, HashAlgorithm::kSha2_256, 65536); });
+
+  for (Isa isa : backends) {
+    Add("BM_KeccakF1600", isa, benchmark::kNanosecond,
+        [](benchmark::State& s) { BM_KeccakF1600(s, /*portable=*/false); });
+    struct HashCase {
+      const char* name;
+      HashAlgorithm alg;
+      size_t len;
+      benchmark::TimeUnit unit;
+    };
+    const HashCase hashes[] = {
+        {"BM_Sha3_256/64B", HashAlgorithm::kSha3_256, 64, benchmark::kNanosecond},
+        {"BM_Sha3_256/65536B", HashAlgorithm::kSha3_256, 65536, benchmark::kMicrosecond},
+        {"BM_Shake128/64B", HashAlgorithm::kShake128, 64, benchmark::kNanosecond},
+        {"BM_Shake128/65536B", HashAlgorithm::kShake128, 65536, benchmark::kMicrosecond},
+        {"BM_Sm3/1024B", HashAlgorithm::kSm3, 1024, benchmark::kMicrosecond},
+        {"BM_Sm3/65536B", HashAlgorithm::kSm3, 65536, benchmark::kMicrosecond},
+    };
+    for (const HashCase& h : hashes) {
+      Add(h.name, isa, h.unit, [h](benchmark::State& s) { BM_Hash(s, h.alg, h.len); });
+    }
+    // The multi-lane batch entry point on short messages (the daemon's common case).
+    const std::pair<const char*, HashAlgorithm> batch_hashes[] = {
+        {"BM_HashBatch/SHA3-256/64B", HashAlgorithm::kSha3_256},
+        {"BM_HashBatch/SHAKE-128/64B", HashAlgorithm::kShake128},
+        {"BM_HashBatch/SM3/64B", HashAlgorithm::kSm3},
+    };
+    for (const auto& [name, alg] : batch_hashes) {
+      for (int b : kBatchSizes) {
+        const HashAlgorithm a = alg;
+        Add(std::string(name) + "/batch:" + std::to_string(b), isa, benchmark::kNanosecond,
+            [a, b](benchmark::State& s) { BM_HashBatch(s, a, 64, b); });
+      }
+    }
+#if !defined(PQCD_BENCH_NO_PQC)
+    AddKem<kernels::MlKem512>(isa);
+    AddKem<kernels::MlKem768>(isa);
+    AddKem<kernels::MlKem1024>(isa);
+    AddDsa<kernels::MlDsa44>(isa);
+    AddDsa<kernels::MlDsa65>(isa);
+    AddDsa<kernels::MlDsa87>(isa);
+#endif
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line and pinning
+
+bool StartsWith(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+// Removes --cpu=N from argv; returns -1 when absent. Exits on a malformed value.
+int TakeCpuFlag(std::vector<char*>& args) {
+  int cpu = -1;
+  for (auto it = args.begin() + 1; it != args.end();) {
+    if (StartsWith(*it, "--cpu=")) {
+      const char* v = *it + 6;
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || n < 0 || n >= CPU_SETSIZE) {
+        std::fprintf(stderr, "pqc-bench: bad --cpu value '%s'\n", v);
+        std::exit(2);
+      }
+      cpu = static_cast<int>(n);
+      it = args.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return cpu;
+}
+
+int PinToCpu(int requested) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    std::perror("pqc-bench: sched_getaffinity");
+    std::exit(2);
+  }
+  int cpu = requested;
+  if (cpu < 0) {
+    for (int i = CPU_SETSIZE - 1; i >= 0; --i) {
+      if (CPU_ISSET(i, &allowed)) {
+        cpu = i;
+        break;
+      }
+    }
+  } else if (!CPU_ISSET(cpu, &allowed)) {
+    std::fprintf(stderr, "pqc-bench: CPU %d is not in this process's allowed set\n", cpu);
+    std::exit(2);
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+    std::perror("pqc-bench: sched_setaffinity");
+    std::exit(2);
+  }
+  return cpu;
+}
+
+bool HasFlag(const std::vector<char*>& args, const char* name) {
+  const std::string eq = std::string(name) + "=";
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (std::string(args[i]) == name || StartsWith(args[i], eq.c_str())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+}  // namespace pqcd::bench
+
+int main(int argc, char** argv) {
+  using namespace pqcd::bench;
+  std::vector<char*> args(argv, argv + argc);
+  const int cpu = PinToCpu(TakeCpuFlag(args));
+
+  static char repetitions[64];
+  std::snprintf(repetitions, sizeof(repetitions), "--benchmark_repetitions=%d",
+                kDefaultRepetitions);
+  if (!HasFlag(args, "--benchmark_repetitions")) args.push_back(repetitions);
+  args.push_back(nullptr);
+  int new_argc = static_cast<int>(args.size()) - 1;
+  benchmark::Initialize(&new_argc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(new_argc, args.data())) return 2;
+
+  std::vector<pqcd::kernels::Isa> backends;
+  std::string names;
+  for (pqcd::kernels::Isa isa :
+       {pqcd::kernels::Isa::kPortable, pqcd::kernels::Isa::kAvx2, pqcd::kernels::Isa::kAvx512}) {
+    if (!pqcd::kernels::IsaSupported(isa)) continue;
+    backends.push_back(isa);
+    if (!names.empty()) names += ',';
+    names += pqcd::kernels::IsaName(isa);
+  }
+  benchmark::AddCustomContext("pqcd_pinned_cpu", std::to_string(cpu));
+  benchmark::AddCustomContext("pqcd_backends", names);
+  benchmark::AddCustomContext("pqcd_tsc_per_op", "TSC ticks per operation (constant-rate counter)");
+
+  RegisterAll(backends);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
