@@ -1,0 +1,159 @@
+// The engine: per-NUMA-node bounded queues drained in bursts by pinned worker threads that group
+// identical operations and call the kernels' batch entry points.
+//
+//   auto engine = Engine::Create(options);          // starts the workers
+//   job->on_complete = [](Job& j, absl::Status s) { ... };
+//   engine->Submit(job);                            // never blocks, never allocates
+//   engine->Shutdown();                             // or let the destructor do it
+//
+// Every submitted job completes exactly once with one of:
+//   OK                  ran (per-item results in the Job, e.g. `verified`)
+//   the kernel's error  ran and the kernel refused the input (INVALID_ARGUMENT, ...)
+//   RESOURCE_EXHAUSTED  the node's queue was full (completed synchronously inside Submit, on the
+//                       submitting thread)
+//   UNAVAILABLE         submitted after Shutdown began (synchronously inside Submit), or still
+//                       queued when Shutdown(kAbort) ran
+//   DEADLINE_EXCEEDED   the deadline passed while queued (it did not run)
+//   CANCELLED           Job::Cancel() was called while queued (it did not run)
+//   UNIMPLEMENTED       a KEM/DSA job on an engine built without pqc_executor
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pqcd/engine/job.h"
+#include "pqcd/engine/memory.h"
+#include "pqcd/engine/stats.h"
+#include "pqcd/engine/topology.h"
+
+namespace pqcd::engine {
+
+// Runs one group of queued jobs that share (op, algorithm) for the KEM/DSA operations: fills the
+// jobs' outputs and per-item results and sets statuses[i] for jobs[i]. `arena` is the worker's
+// node-local scratch (empty on entry; the executor may Reset it). Provided by pqcd_engine_pqc
+// (pqcd/engine/pqc_executor.h) so that the core engine does not depend on the ML-KEM/ML-DSA
+// libraries.
+using KernelExecutor = void (*)(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
+                                std::span<absl::Status> statuses, ScratchArena& arena);
+
+inline constexpr int kMaxBatchLimit = 256;
+
+struct EngineOptions {
+  // Topology source (default: this machine, via hwloc).
+  TopologyOptions topology;
+  // Number of workers; 0: one per physical core of the allowed CPUs, all nodes, minus the
+  // reserved I/O cores. Workers are spread round-robin over the nodes.
+  int workers = 0;
+  // Explicit OS CPU list, one worker pinned to each (overrides `workers`).
+  std::vector<int> cpus;
+  // Physical cores kept free of workers for the gRPC I/O threads (taken from the end of each
+  // node's core list, round-robin over nodes). Engine::io_cpus() lists them.
+  int io_reserved_cores = 0;
+  // Pin each worker to one PU of its core (the first allowed SMT sibling).
+  bool pin_workers = true;
+  // Bind queue storage, worker scratch and statistics to the worker's node (real topology only).
+  bool bind_memory = true;
+
+  // Per-node queue bound (rounded up to a power of two).
+  size_t queue_capacity = 4096;
+  // A worker takes up to max_batch jobs per burst (1..kMaxBatchLimit).
+  int max_batch = 32;
+  // 0: never wait for more jobs. Otherwise a worker that took fewer than max_batch jobs keeps
+  // polling its queue for up to this long to fill the burst (latency for throughput).
+  std::chrono::nanoseconds max_delay{0};
+  // How long an idle worker polls before parking on a futex.
+  std::chrono::nanoseconds spin_before_park{std::chrono::microseconds(20)};
+
+  // Placement: job.node_hint if set; else (if enabled) the node of the CPU the caller runs on;
+  // else the least loaded node.
+  bool place_on_caller_cpu = true;
+  // Idle workers take bursts from another node's queue when its depth is at least
+  // steal_min_backlog (0: 4 * max_batch). Producers wake a parked worker of another node when
+  // they push a node's queue past that depth.
+  bool work_stealing = true;
+  size_t steal_min_backlog = 0;
+
+  // KEM/DSA execution; nullptr: such jobs complete as UNIMPLEMENTED. Set it to
+  // pqcd::engine::PqcKernelExecutor() (library pqcd_engine_pqc).
+  KernelExecutor pqc_executor = nullptr;
+};
+
+// Where a worker runs. Available inside completions through CurrentWorker().
+struct WorkerInfo {
+  int id = 0;
+  int node = 0;         // dense node index
+  int cpu = -1;         // intended OS CPU (-1: unpinned)
+  bool pinned = false;  // the affinity was really set to {cpu}
+};
+// The worker running the calling thread, or nullptr on a non-worker thread.
+const WorkerInfo* CurrentWorker();
+
+enum class ShutdownMode {
+  kDrain,  // run every queued job (expired/cancelled ones complete as such)
+  kAbort,  // complete every queued job with UNAVAILABLE without running it
+};
+
+class Worker;
+class Batcher;
+struct NodeState;
+
+class Engine {
+ public:
+  // Discovers the topology, allocates the node queues and starts (and pins) the workers.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options);
+  ~Engine();  // Shutdown(kDrain)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues the job and returns at once. Thread-safe; does not allocate. A rejected job (queue
+  // full, shutting down) is completed before Submit returns, on the calling thread.
+  void Submit(Job* job);
+
+  // Stops accepting (later Submits complete as UNAVAILABLE), finishes what is queued per `mode`,
+  // joins the workers. Idempotent; must not be called from a completion.
+  void Shutdown(ShutdownMode mode = ShutdownMode::kDrain);
+
+  EngineStats GetStats() const;
+  const Topology& topology() const { return topology_; }
+  const EngineOptions& options() const { return options_; }
+  std::vector<WorkerInfo> workers() const;
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  // CPUs of the cores reserved for I/O threads (io_reserved_cores), for the server to pin to.
+  const std::vector<int>& io_cpus() const { return io_cpus_; }
+  // Current depth of a node's queue (approximate).
+  size_t QueueDepth(int node) const;
+
+ private:
+  friend class Worker;
+  friend class Batcher;
+  explicit Engine(EngineOptions options);
+  absl::Status Start();
+  int PickNode(const Job& job) const;
+  void Complete(Job* job, absl::Status status);
+
+  EngineOptions options_;
+  Topology topology_;
+  std::vector<std::unique_ptr<NodeState>> nodes_;
+  std::vector<int> active_nodes_;  // nodes with at least one worker
+  std::vector<int> cpu_to_active_node_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::vector<int> io_cpus_;
+  std::vector<int> real_cpus_;  // this process's affinity at Create
+  size_t steal_threshold_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> abort_{false};
+  std::atomic<bool> shut_down_{false};
+  std::mutex shutdown_mu_;
+  std::latch start_{1};
+};
+
+}  // namespace pqcd::engine

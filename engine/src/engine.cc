@@ -1,0 +1,331 @@
+// Engine: worker placement, Submit, Shutdown, statistics.
+#include "pqcd/engine/engine.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <latch>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "internal.h"
+#include "spdlog/spdlog.h"
+
+namespace pqcd::engine {
+namespace {
+
+const absl::Status& QueueFullStatus() {
+  static const absl::Status s = absl::ResourceExhaustedError("engine queue full");
+  return s;
+}
+const absl::Status& ClosedStatus() {
+  static const absl::Status s = absl::UnavailableError("engine shutting down");
+  return s;
+}
+
+bool PinThread(std::thread& t, int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(t.native_handle(), sizeof(set), &set) == 0;
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
+  if (options.max_batch < 1 || options.max_batch > kMaxBatchLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch must be 1..", kMaxBatchLimit, ", got ", options.max_batch));
+  }
+  if (options.queue_capacity < 2 || options.queue_capacity > (size_t{1} << 30)) {
+    return absl::InvalidArgumentError("queue_capacity must be 2..2^30");
+  }
+  if (options.workers < 0 || options.io_reserved_cores < 0) {
+    return absl::InvalidArgumentError("workers and io_reserved_cores must be >= 0");
+  }
+  std::unique_ptr<Engine> engine(new Engine(std::move(options)));
+  absl::Status s = engine->Start();
+  if (!s.ok()) return s;
+  return engine;
+}
+
+absl::Status Engine::Start() {
+  topology_ = Topology::Discover(options_.topology);
+  real_cpus_ = CurrentAffinity();
+  const int nnodes = topology_.num_nodes();
+
+  // Cores available for workers, per node, after the I/O reservation.
+  std::vector<std::vector<const CoreInfo*>> cores(static_cast<size_t>(nnodes));
+  for (const NodeInfo& n : topology_.nodes()) {
+    for (const CoreInfo& c : n.cores) cores[static_cast<size_t>(n.index)].push_back(&c);
+  }
+  int total_cores = topology_.num_cores();
+  for (int r = 0, node = nnodes - 1; r < options_.io_reserved_cores; ++r) {
+    // From the end of each node's list, round-robin over nodes, keeping one core per node.
+    bool taken = false;
+    for (int tries = 0; tries < nnodes && !taken; ++tries, node = (node + nnodes - 1) % nnodes) {
+      auto& list = cores[static_cast<size_t>(node)];
+      if (list.size() > 1) {
+        for (int pu : list.back()->pus) io_cpus_.push_back(pu);
+        list.pop_back();
+        --total_cores;
+        taken = true;
+      }
+    }
+    if (!taken) {
+      spdlog::warn("pqcd engine: cannot reserve {} I/O cores; reserved {}",
+                   options_.io_reserved_cores, r);
+      break;
+    }
+  }
+  std::sort(io_cpus_.begin(), io_cpus_.end());
+
+  // Worker plan: (node, cpu) per worker.
+  struct Slot {
+    int node;
+    int cpu;
+  };
+  std::vector<Slot> plan;
+  if (!options_.cpus.empty()) {
+    for (int cpu : options_.cpus) {
+      const int node = topology_.NodeOfCpu(cpu);
+      if (node < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cpus: CPU ", cpu, " is not an allowed CPU of the topology"));
+      }
+      plan.push_back({node, cpu});
+    }
+  } else {
+    const int want = options_.workers > 0 ? options_.workers : std::max(1, total_cores);
+    if (want > total_cores) {
+      spdlog::warn("pqcd engine: {} workers for {} physical cores; cores will be shared", want,
+                   total_cores);
+    }
+    // Round-robin over nodes, one physical core (its first allowed PU) at a time.
+    for (size_t round = 0; static_cast<int>(plan.size()) < want; ++round) {
+      bool any = false;
+      for (int n = 0; n < nnodes && static_cast<int>(plan.size()) < want; ++n) {
+        const auto& list = cores[static_cast<size_t>(n)];
+        if (list.empty()) continue;
+        const CoreInfo* core = list[round % list.size()];
+        // On later rounds (oversubscription) use the SMT siblings first, if any.
+        const size_t lap = round / list.size();
+        plan.push_back({n, core->pus[lap % core->pus.size()]});
+        any = true;
+      }
+      if (!any) return absl::FailedPreconditionError("no core left for workers");
+    }
+  }
+
+  const bool bind_mem = options_.bind_memory && topology_.is_this_system() && NumaAvailable();
+  for (const NodeInfo& n : topology_.nodes()) {
+    nodes_.push_back(std::make_unique<NodeState>(n.index, n.os_index, options_.queue_capacity,
+                                                 bind_mem ? n.os_index : -1));
+  }
+  for (const Slot& s : plan) ++nodes_[static_cast<size_t>(s.node)]->workers;
+  std::vector<int> node_to_active(static_cast<size_t>(nnodes), -1);
+  for (int n = 0; n < nnodes; ++n) {
+    if (nodes_[static_cast<size_t>(n)]->workers > 0) active_nodes_.push_back(n);
+  }
+  cpu_to_active_node_.assign(static_cast<size_t>(CPU_SETSIZE), -1);
+  for (const NodeInfo& n : topology_.nodes()) {
+    if (nodes_[static_cast<size_t>(n.index)]->workers == 0) continue;
+    for (int c : n.cpus) {
+      if (c >= 0 && c < CPU_SETSIZE) cpu_to_active_node_[static_cast<size_t>(c)] = n.index;
+    }
+  }
+  steal_threshold_ = options_.steal_min_backlog != 0 ? options_.steal_min_backlog
+                                                     : 4 * static_cast<size_t>(options_.max_batch);
+
+  // Start the workers, pin them, then let them run.
+  const bool pin = options_.pin_workers && topology_.from_hwloc();
+  int unpinned = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const int node = plan[i].node;
+    workers_.push_back(std::make_unique<Worker>(*this, static_cast<int>(i), node, plan[i].cpu,
+                                                bind_mem ? topology_.nodes()[node].os_index : -1));
+  }
+  threads_.reserve(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Worker* w = workers_[i].get();
+    threads_.emplace_back([this, w] { w->Run(start_); });
+    if (!pin) {
+      w->info.cpu = -1;
+      continue;
+    }
+    // An injected topology may name CPUs this machine lacks: pin only to CPUs that exist here.
+    const bool exists =
+        std::find(real_cpus_.begin(), real_cpus_.end(), w->info.cpu) != real_cpus_.end();
+    w->info.pinned = exists && PinThread(threads_.back(), w->info.cpu);
+    if (!w->info.pinned) ++unpinned;
+  }
+  if (pin && unpinned > 0) {
+    spdlog::warn("pqcd engine: {} of {} workers could not be pinned to their CPU{}", unpinned,
+                 plan.size(), topology_.is_this_system() ? "" : " (injected topology)");
+  }
+  start_.count_down();  // publishes `info` to the workers
+
+  std::vector<std::string> desc;
+  for (const auto& w : workers_) {
+    desc.push_back(absl::StrCat("w", w->info.id, "@n", w->info.node, "/cpu", w->info.cpu,
+                                w->info.pinned ? "" : "(unpinned)"));
+  }
+  spdlog::info("pqcd engine: {}; workers: {}; io cpus [{}]", topology_.Describe(),
+               absl::StrJoin(desc, " "), absl::StrJoin(io_cpus_, ","));
+  return absl::OkStatus();
+}
+
+Engine::~Engine() {
+  Shutdown(ShutdownMode::kDrain);
+}
+
+int Engine::PickNode(const Job& job) const {
+  if (active_nodes_.size() == 1) return active_nodes_[0];
+  const int hint = job.node_hint;
+  if (hint >= 0 && hint < static_cast<int>(nodes_.size()) &&
+      nodes_[static_cast<size_t>(hint)]->workers > 0) {
+    return hint;
+  }
+  if (options_.place_on_caller_cpu && topology_.is_this_system()) {
+    const int cpu = sched_getcpu();
+    if (cpu >= 0 && cpu < static_cast<int>(cpu_to_active_node_.size())) {
+      const int n = cpu_to_active_node_[static_cast<size_t>(cpu)];
+      if (n >= 0) return n;
+    }
+  }
+  int best = active_nodes_[0];
+  size_t best_depth = SIZE_MAX;
+  for (int n : active_nodes_) {
+    const size_t d = nodes_[static_cast<size_t>(n)]->queue.SizeApprox();
+    if (d < best_depth) {
+      best = n;
+      best_depth = d;
+    }
+  }
+  return best;
+}
+
+void Engine::Complete(Job* job, absl::Status status) {
+  if (job->on_complete) job->on_complete(*job, std::move(status));
+}
+
+void Engine::Submit(Job* job) {
+  job->enqueue_time_ = Job::Clock::now();
+  const int node = PickNode(*job);
+  NodeState& ns = *nodes_[static_cast<size_t>(node)];
+  switch (ns.queue.TryPush(job)) {
+    case PushResult::kOk:
+      // `job` may already be completed and gone: do not touch it below.
+      if (options_.work_stealing && active_nodes_.size() > 1 &&
+          ns.queue.SizeApprox() >= steal_threshold_) {
+        for (int n : active_nodes_) {
+          NodeQueue& other = nodes_[static_cast<size_t>(n)]->queue;
+          if (n != node && other.sleepers() > 0) {
+            other.WakeOne();
+            break;
+          }
+        }
+      }
+      return;
+    case PushResult::kFull:
+      ns.rejected_full.fetch_add(1, std::memory_order_relaxed);
+      Complete(job, QueueFullStatus());
+      return;
+    case PushResult::kClosed:
+      ns.rejected_unavailable.fetch_add(1, std::memory_order_relaxed);
+      Complete(job, ClosedStatus());
+      return;
+  }
+}
+
+void Engine::Shutdown(ShutdownMode mode) {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_.load(std::memory_order_acquire)) return;
+  if (mode == ShutdownMode::kAbort) abort_.store(true, std::memory_order_relaxed);
+  for (auto& n : nodes_) n->queue.Close();
+  stopping_.store(true, std::memory_order_release);
+  for (auto& n : nodes_) n->queue.WakeAll();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  shut_down_.store(true, std::memory_order_release);
+}
+
+size_t Engine::QueueDepth(int node) const {
+  if (node < 0 || node >= static_cast<int>(nodes_.size())) return 0;
+  return nodes_[static_cast<size_t>(node)]->queue.SizeApprox();
+}
+
+std::vector<WorkerInfo> Engine::workers() const {
+  std::vector<WorkerInfo> out;
+  for (const auto& w : workers_) out.push_back(w->info);
+  return out;
+}
+
+EngineStats Engine::GetStats() const {
+  constexpr auto R = std::memory_order_relaxed;
+  EngineStats st;
+  for (const auto& n : nodes_) {
+    NodeStats ns;
+    ns.node = n->index;
+    ns.os_index = n->os_index;
+    ns.workers = n->workers;
+    ns.queue_depth = n->queue.SizeApprox();
+    ns.queue_capacity = n->queue.capacity();
+    ns.rejected_full = n->rejected_full.load(R);
+    ns.rejected_unavailable = n->rejected_unavailable.load(R);
+    st.jobs_rejected += ns.rejected_full;
+    st.jobs_unavailable += ns.rejected_unavailable;
+    st.nodes.push_back(ns);
+  }
+  std::vector<OpStats> ops(kNumOperations * kMaxAlgorithms);
+  for (const auto& w : workers_) {
+    const WorkerCounters& c = w->counters();
+    WorkerStats ws;
+    ws.id = w->info.id;
+    ws.node = w->info.node;
+    ws.cpu = w->info.cpu;
+    ws.pinned = w->info.pinned;
+    ws.jobs = c.jobs.load(R);
+    ws.batches = c.batches.load(R);
+    ws.stolen_jobs = c.stolen.load(R);
+    ws.busy_ns = c.busy_ns.load(R);
+    ws.parks = c.parks.load(R);
+    st.workers.push_back(ws);
+    st.jobs_done += c.done_ok.load(R);
+    st.jobs_failed += c.failed.load(R);
+    st.jobs_expired += c.expired.load(R);
+    st.jobs_cancelled += c.cancelled.load(R);
+    st.jobs_unavailable += c.unavailable.load(R);
+    for (int b = 0; b < kBatchBuckets; ++b) st.batch_size_hist[b] += c.batch_hist[b].load(R);
+    for (int op = 0; op < kNumOperations; ++op) {
+      for (int alg = 0; alg < kMaxAlgorithms; ++alg) {
+        const OpCounters& oc = c.ops[op][alg];
+        OpStats& o = ops[static_cast<size_t>(op * kMaxAlgorithms + alg)];
+        o.op = static_cast<Operation>(op);
+        o.algorithm = static_cast<uint8_t>(alg);
+        o.jobs += oc.jobs.load(R);
+        o.errors += oc.errors.load(R);
+        o.expired += oc.expired.load(R);
+        o.cancelled += oc.cancelled.load(R);
+        o.queue_wait_ns_sum += oc.wait_sum.load(R);
+        o.compute_ns_sum += oc.compute_sum.load(R);
+        for (int b = 0; b < kLatencyBuckets; ++b) {
+          o.queue_wait_hist[b] += oc.wait_hist[b].load(R);
+          o.compute_hist[b] += oc.compute_hist[b].load(R);
+        }
+      }
+    }
+  }
+  for (OpStats& o : ops) {
+    if (o.jobs + o.expired + o.cancelled > 0) st.ops.push_back(o);
+  }
+  return st;
+}
+
+}  // namespace pqcd::engine

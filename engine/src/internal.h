@@ -1,0 +1,105 @@
+// Engine internals shared by engine.cc and worker.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <latch>
+
+#include "absl/status/status.h"
+#include "pqcd/engine/engine.h"
+#include "pqcd/engine/node_queue.h"
+#include "pqcd/engine/stats.h"
+
+namespace pqcd::engine {
+
+struct NodeState {
+  NodeState(int idx, int os, size_t capacity, int mem_node)
+      : queue(capacity, mem_node), index(idx), os_index(os) {}
+  NodeQueue queue;
+  int index;
+  int os_index;
+  int workers = 0;
+  // Written by producers on the rejection path only.
+  alignas(kCacheLine) std::atomic<uint64_t> rejected_full{0};
+  std::atomic<uint64_t> rejected_unavailable{0};
+};
+
+// Single-writer counter: the owning worker updates it without a read-modify-write.
+inline void Bump(std::atomic<uint64_t>& c, uint64_t d = 1) {
+  c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
+
+inline int LatencyBucket(uint64_t ns) {
+  const int b = static_cast<int>(std::bit_width(ns >> 8));
+  return b < kLatencyBuckets ? b : kLatencyBuckets - 1;
+}
+inline int BatchBucket(size_t n) {
+  const int b = n <= 1 ? 0 : static_cast<int>(std::bit_width(n - 1));
+  return b < kBatchBuckets ? b : kBatchBuckets - 1;
+}
+
+struct OpCounters {
+  std::atomic<uint64_t> jobs, errors, expired, cancelled, wait_sum, compute_sum;
+  std::atomic<uint64_t> wait_hist[kLatencyBuckets];
+  std::atomic<uint64_t> compute_hist[kLatencyBuckets];
+};
+
+struct WorkerCounters {
+  alignas(kCacheLine) std::atomic<uint64_t> jobs, batches, stolen, busy_ns, parks;
+  std::atomic<uint64_t> done_ok, failed, expired, cancelled, unavailable;
+  std::atomic<uint64_t> batch_hist[kBatchBuckets];
+  OpCounters ops[kNumOperations][kMaxAlgorithms];
+};
+
+// Groups a burst by (operation, algorithm), runs each group through its kernel, records the
+// statistics and completes the jobs.
+class Batcher {
+ public:
+  Batcher(Engine& engine, WorkerCounters& counters, absl::Status* statuses, ScratchArena& arena)
+      : engine_(engine), counters_(counters), statuses_(statuses), arena_(arena) {}
+  // Processes jobs[0..n) (n <= kMaxBatchLimit); every job is completed on return.
+  void Process(Job** jobs, size_t n, bool stolen);
+
+ private:
+  void Execute(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
+               std::span<absl::Status> statuses);
+  void ExecuteHash(uint8_t algorithm, std::span<Job* const> jobs, std::span<absl::Status> statuses);
+  OpCounters& Counters(const Job& job) {
+    const size_t op =
+        static_cast<size_t>(job.op) < kNumOperations ? static_cast<size_t>(job.op) : 0;
+    return counters_.ops[op][job.algorithm % kMaxAlgorithms];
+  }
+
+  Engine& engine_;
+  WorkerCounters& counters_;
+  absl::Status* statuses_;
+  ScratchArena& arena_;
+};
+
+class Worker {
+ public:
+  Worker(Engine& engine, int id, int node, int cpu, int mem_node);
+  ~Worker();
+  void Run(std::latch& start);
+
+  WorkerInfo info;
+  WorkerCounters& counters() { return *counters_; }
+  const WorkerCounters& counters() const { return *counters_; }
+
+ private:
+  size_t Steal();
+  size_t TopUp(NodeState& home, size_t n);
+  void Idle(NodeState& home);
+  bool StealableWork() const;
+
+  Engine& engine_;
+  NodeBuffer mem_;  // counters, burst array and statuses, on the worker's node
+  WorkerCounters* counters_;
+  Job** burst_;
+  absl::Status* statuses_;
+  ScratchArena arena_;
+  Batcher batcher_;
+  size_t steal_cursor_ = 0;
+};
+
+}  // namespace pqcd::engine

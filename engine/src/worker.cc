@@ -1,0 +1,331 @@
+// Workers: drain the node queue in bursts, steal when idle, park when there is nothing to do.
+// The Batcher: drop expired/cancelled jobs, group by (operation, algorithm), run, complete.
+#include <algorithm>
+#include <chrono>
+
+#include "internal.h"
+#include "pqcd/kernels/hash.h"
+
+namespace pqcd::engine {
+namespace {
+
+using Clock = Job::Clock;
+
+thread_local const WorkerInfo* tls_worker = nullptr;
+
+const absl::Status& ExpiredStatus() {
+  static const absl::Status s = absl::DeadlineExceededError("deadline exceeded while queued");
+  return s;
+}
+const absl::Status& CancelledStatus() {
+  static const absl::Status s = absl::CancelledError("cancelled while queued");
+  return s;
+}
+const absl::Status& AbortStatus() {
+  static const absl::Status s = absl::UnavailableError("engine shutting down");
+  return s;
+}
+
+inline uint64_t Ns(Clock::duration d) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  return ns > 0 ? static_cast<uint64_t>(ns) : 0;
+}
+
+inline unsigned Key(const Job* j) {
+  return (static_cast<unsigned>(j->op) << 8) | j->algorithm;
+}
+
+inline void CompleteJob(Job* job, absl::Status status) {
+  if (job->on_complete) job->on_complete(*job, std::move(status));
+}
+
+// Scratch: burst + statuses arrays and the counters, in one node-local block.
+size_t WorkerMemBytes() {
+  return sizeof(WorkerCounters) + sizeof(Job*) * kMaxBatchLimit +
+         sizeof(absl::Status) * kMaxBatchLimit + 2 * kCacheLine;
+}
+// Kernel scratch (KEM/DSA item arrays, hash views): generous for kMaxBatchLimit items.
+constexpr size_t kArenaBytes = kMaxBatchLimit * 512 + 4096;
+
+}  // namespace
+
+const WorkerInfo* CurrentWorker() {
+  return tls_worker;
+}
+
+static Job** BurstPtr(void* mem) {
+  return reinterpret_cast<Job**>(static_cast<uint8_t*>(mem) +
+                                 ((sizeof(WorkerCounters) + kCacheLine - 1) & ~(kCacheLine - 1)));
+}
+static absl::Status* StatusesPtr(Job** burst) {
+  const uintptr_t after = reinterpret_cast<uintptr_t>(burst + kMaxBatchLimit);
+  return reinterpret_cast<absl::Status*>((after + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1});
+}
+
+Worker::Worker(Engine& engine, int id, int node, int cpu, int mem_node)
+    : engine_(engine),
+      mem_(WorkerMemBytes(), mem_node),
+      counters_(new (mem_.data()) WorkerCounters()),
+      burst_(BurstPtr(mem_.data())),
+      statuses_(StatusesPtr(burst_)),
+      arena_(kArenaBytes, mem_node),
+      batcher_(engine, *counters_, statuses_, arena_) {
+  info.id = id;
+  info.node = node;
+  info.cpu = cpu;
+  for (int i = 0; i < kMaxBatchLimit; ++i) new (&statuses_[i]) absl::Status();
+}
+
+Worker::~Worker() {
+  for (int i = 0; i < kMaxBatchLimit; ++i) statuses_[i].~Status();
+  counters_->~WorkerCounters();
+}
+
+bool Worker::StealableWork() const {
+  if (!engine_.options_.work_stealing || engine_.active_nodes_.size() < 2) return false;
+  for (int n : engine_.active_nodes_) {
+    if (n != info.node && engine_.nodes_[n]->queue.SizeApprox() >= engine_.steal_threshold_) {
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t Worker::Steal() {
+  const auto& active = engine_.active_nodes_;
+  const size_t count = active.size();
+  for (size_t i = 0; i < count; ++i) {
+    const int n = active[(steal_cursor_ + i) % count];
+    if (n == info.node) continue;
+    NodeQueue& q = engine_.nodes_[n]->queue;
+    if (q.SizeApprox() < engine_.steal_threshold_) continue;
+    const size_t got = q.TryPopBurst(burst_, static_cast<size_t>(engine_.options_.max_batch));
+    if (got > 0) {
+      steal_cursor_ = (steal_cursor_ + i + 1) % count;
+      return got;
+    }
+  }
+  return 0;
+}
+
+size_t Worker::TopUp(NodeState& home, size_t n) {
+  const size_t max = static_cast<size_t>(engine_.options_.max_batch);
+  const auto until = Clock::now() + engine_.options_.max_delay;
+  for (unsigned i = 0; n < max; ++i) {
+    n += home.queue.TryPopBurst(burst_ + n, max - n);
+    if (n >= max || engine_.stopping_.load(std::memory_order_relaxed)) break;
+    CpuRelax();
+    if ((i & 15) == 15 && Clock::now() >= until) break;
+  }
+  return n;
+}
+
+void Worker::Idle(NodeState& home) {
+  const auto until = Clock::now() + engine_.options_.spin_before_park;
+  for (unsigned i = 0;; ++i) {
+    if (home.queue.SizeApprox() > 0 || StealableWork() ||
+        engine_.stopping_.load(std::memory_order_acquire)) {
+      return;
+    }
+    CpuRelax();
+    if ((i & 63) == 63 && Clock::now() >= until) break;
+  }
+  Bump(counters_->parks);
+  home.queue.Park(engine_.stopping_, [this] { return StealableWork(); });
+}
+
+void Worker::Run(std::latch& start) {
+  start.wait();  // the engine has pinned this thread and filled `info`
+  tls_worker = &info;
+  NodeState& home = *engine_.nodes_[info.node];
+  const size_t max = static_cast<size_t>(engine_.options_.max_batch);
+  const bool delay = engine_.options_.max_delay.count() > 0;
+  for (;;) {
+    size_t n = home.queue.TryPopBurst(burst_, max);
+    bool stolen = false;
+    if (n == 0 && engine_.options_.work_stealing && engine_.active_nodes_.size() > 1) {
+      n = Steal();
+      stolen = n > 0;
+    }
+    if (n > 0) {
+      if (delay && !stolen && n < max) n = TopUp(home, n);
+      batcher_.Process(burst_, n, stolen);
+      continue;
+    }
+    // Shutdown closes every queue before setting stopping_, so an empty closed queue stays empty.
+    if (engine_.stopping_.load(std::memory_order_acquire) && home.queue.closed() &&
+        home.queue.SizeApprox() == 0) {
+      break;
+    }
+    Idle(home);
+  }
+  tls_worker = nullptr;
+}
+
+void Batcher::Process(Job** jobs, size_t n, bool stolen) {
+  const Clock::time_point t0 = Clock::now();
+  const bool abort = engine_.abort_.load(std::memory_order_relaxed);
+  size_t kept = 0;
+  uint64_t expired = 0, cancelled = 0, unavailable = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Job* job = jobs[i];
+    if (abort) {
+      ++unavailable;
+      CompleteJob(job, AbortStatus());
+      continue;
+    }
+    if (job->cancelled()) {
+      ++cancelled;
+      Bump(Counters(*job).cancelled);
+      CompleteJob(job, CancelledStatus());
+      continue;
+    }
+    if (job->deadline <= t0) {
+      ++expired;
+      Bump(Counters(*job).expired);
+      CompleteJob(job, ExpiredStatus());
+      continue;
+    }
+    OpCounters& oc = Counters(*job);
+    const uint64_t wait = Ns(t0 - job->enqueue_time_);
+    Bump(oc.wait_sum, wait);
+    Bump(oc.wait_hist[LatencyBucket(wait)]);
+    jobs[kept++] = job;
+  }
+
+  // Group by (op, algorithm): insertion sort, O(n) for the common single-kind burst.
+  for (size_t i = 1; i < kept; ++i) {
+    Job* j = jobs[i];
+    const unsigned k = Key(j);
+    size_t p = i;
+    while (p > 0 && Key(jobs[p - 1]) > k) {
+      jobs[p] = jobs[p - 1];
+      --p;
+    }
+    jobs[p] = j;
+  }
+
+  uint64_t ok = 0, failed = 0;
+  Clock::time_point tg = Clock::now();
+  for (size_t i = 0; i < kept;) {
+    size_t e = i + 1;
+    const unsigned k = Key(jobs[i]);
+    while (e < kept && Key(jobs[e]) == k) ++e;
+    const size_t count = e - i;
+    Execute(jobs[i]->op, jobs[i]->algorithm, std::span<Job* const>(jobs + i, count),
+            std::span<absl::Status>(statuses_, count));
+    const Clock::time_point te = Clock::now();
+    const uint64_t per_job = Ns(te - tg) / count;
+    OpCounters& oc = Counters(*jobs[i]);
+    Bump(oc.jobs, count);
+    Bump(oc.compute_sum, per_job * count);
+    Bump(oc.compute_hist[LatencyBucket(per_job)], count);
+    uint64_t group_errors = 0;
+    for (size_t g = 0; g < count; ++g) {
+      if (!statuses_[g].ok()) ++group_errors;
+    }
+    if (group_errors) Bump(oc.errors, group_errors);
+    ok += count - group_errors;
+    failed += group_errors;
+    // Complete after the bookkeeping: a completion may destroy its job.
+    for (size_t g = 0; g < count; ++g) CompleteJob(jobs[i + g], std::move(statuses_[g]));
+    tg = Clock::now();
+    i = e;
+  }
+
+  WorkerCounters& c = counters_;
+  Bump(c.jobs, n);
+  Bump(c.batches);
+  if (stolen) Bump(c.stolen, n);
+  Bump(c.batch_hist[BatchBucket(n)]);
+  if (ok) Bump(c.done_ok, ok);
+  if (failed) Bump(c.failed, failed);
+  if (expired) Bump(c.expired, expired);
+  if (cancelled) Bump(c.cancelled, cancelled);
+  if (unavailable) Bump(c.unavailable, unavailable);
+  Bump(c.busy_ns, Ns(tg - t0));
+}
+
+void Batcher::Execute(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
+                      std::span<absl::Status> statuses) {
+  switch (op) {
+    case Operation::kNull:
+      for (absl::Status& s : statuses) s = absl::OkStatus();
+      return;
+    case Operation::kHash:
+      ExecuteHash(algorithm, jobs, statuses);
+      return;
+    case Operation::kKemKeyGen:
+    case Operation::kKemEncaps:
+    case Operation::kKemDecaps:
+    case Operation::kDsaKeyGen:
+    case Operation::kDsaSign:
+    case Operation::kDsaVerify:
+      if (engine_.options_.pqc_executor != nullptr) {
+        for (absl::Status& s : statuses) s = absl::OkStatus();
+        arena_.Reset();
+        engine_.options_.pqc_executor(op, algorithm, jobs, statuses, arena_);
+        arena_.Reset();
+      } else {
+        for (absl::Status& s : statuses) {
+          s = absl::UnimplementedError("engine built without the ML-KEM/ML-DSA executor");
+        }
+      }
+      return;
+  }
+  for (absl::Status& s : statuses) s = absl::InvalidArgumentError("unknown operation");
+}
+
+void Batcher::ExecuteHash(uint8_t algorithm, std::span<Job* const> jobs,
+                          std::span<absl::Status> statuses) {
+  if (algorithm >= kernels::kNumHashAlgorithms) {
+    for (absl::Status& s : statuses) s = absl::InvalidArgumentError("unknown hash algorithm");
+    return;
+  }
+  const auto alg = static_cast<kernels::HashAlgorithm>(algorithm);
+  const bool xof = kernels::HashIsXof(alg);
+  const size_t n = jobs.size();
+  arena_.Reset();
+  Bytes* ins = arena_.AllocateArray<Bytes>(n);
+  MutBytes* outs = arena_.AllocateArray<MutBytes>(n);
+  size_t* index = arena_.AllocateArray<size_t>(n);
+  absl::Status* st = arena_.AllocateArray<absl::Status>(n);
+  if (ins == nullptr || outs == nullptr || index == nullptr || st == nullptr) {
+    for (absl::Status& s : statuses) s = absl::ResourceExhaustedError("worker scratch exhausted");
+    arena_.Reset();
+    return;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Job* job = jobs[i];
+    MutBytes out = job->output;
+    if (xof && job->options.xof_bytes != 0) {
+      if (job->options.xof_bytes > out.size()) {
+        statuses[i] = absl::InvalidArgumentError("output: smaller than options.xof_bytes");
+        continue;
+      }
+      out = out.first(job->options.xof_bytes);
+    }
+    statuses[i] = absl::OkStatus();
+    ins[m] = job->message;
+    outs[m] = out;
+    index[m] = i;
+    ++m;
+  }
+  if (m > 0) {
+    (void)kernels::HashBatch(alg, std::span<const Bytes>(ins, m),
+                             std::span<const MutBytes>(outs, m), st);
+    for (size_t k = 0; k < m; ++k) {
+      Job* job = jobs[index[k]];
+      if (st[k].ok()) {
+        job->output_bytes = outs[k].size();
+      } else {
+        statuses[index[k]] = std::move(st[k]);
+      }
+    }
+  }
+  ScratchArena::DestroyArray(st, n);
+  arena_.Reset();
+}
+
+}  // namespace pqcd::engine
