@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/sha3.h"
 
@@ -283,113 +284,127 @@ TYPED_TEST(MlKemApiTest, RandomnessFailureIsReported) {
   EXPECT_EQ(b.code(), absl::StatusCode::kUnavailable) << b;
 }
 
+// On every backend: the batch runs on that backend, the single-operation references on the
+// portable backend.
 TYPED_TEST(MlKemApiTest, BatchesMatchSingleOperations) {
   using Kem = TypeParam;
-  for (size_t n = 1; n <= 17; ++n) {
-    const size_t bad = n / 2;  // a wrong-length item in the middle (for n > 2)
-    const size_t tampered = n - 1;
-    // KeyGen: alternate seed-given and fresh items.
-    std::vector<Buf> seeds(n, Buf(64)), eks(n, Buf(Kem::kEncapsKeyBytes)),
-        dks(n, Buf(Kem::kDecapsKeyBytes)), seed_outs(n, Buf(64));
-    std::vector<KemKeyGenItem> kg(n);
-    SeededRandom seed_src(n);
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_TRUE(seed_src.Generate(seeds[i]).ok());
-      kg[i].seed = i % 2 == 0 ? Bytes(seeds[i]) : Bytes();
-      kg[i].ek = eks[i];
-      kg[i].dk = dks[i];
-      kg[i].seed_out = seed_outs[i];
-    }
-    Buf short_dk(10);
-    if (n > 2) kg[bad].dk = short_dk;
-    SeededRandom batch_rng(1000 + n), single_rng(1000 + n);
-    Kem::KeyGenBatch(kg, batch_rng);
-    for (size_t i = 0; i < n; ++i) {
-      if (n > 2 && i == bad) {
-        EXPECT_EQ(kg[i].status.code(), absl::StatusCode::kInvalidArgument);
-        continue;
+  const Isa saved = ActiveIsa();
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    if (!IsaSupported(isa)) continue;
+    SCOPED_TRACE(std::string(IsaName(isa)));
+    for (size_t n = 1; n <= 17; ++n) {
+      const size_t bad = n / 2;  // a wrong-length item in the middle (for n > 2)
+      const size_t tampered = n - 1;
+      // KeyGen: alternate seed-given and fresh items.
+      std::vector<Buf> seeds(n, Buf(64)), eks(n, Buf(Kem::kEncapsKeyBytes)),
+          dks(n, Buf(Kem::kDecapsKeyBytes)), seed_outs(n, Buf(64));
+      std::vector<KemKeyGenItem> kg(n);
+      SeededRandom seed_src(n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(seed_src.Generate(seeds[i]).ok());
+        kg[i].seed = i % 2 == 0 ? Bytes(seeds[i]) : Bytes();
+        kg[i].ek = eks[i];
+        kg[i].dk = dks[i];
+        kg[i].seed_out = seed_outs[i];
       }
-      ASSERT_TRUE(kg[i].status.ok()) << "n=" << n << " i=" << i << " " << kg[i].status;
-      Buf ek(Kem::kEncapsKeyBytes), dk(Kem::kDecapsKeyBytes), so(64);
-      if (i % 2 == 0) {
-        ASSERT_TRUE(Kem::KeyGenFromSeed(seeds[i], ek, dk).ok());
-        so = seeds[i];
-      } else {
-        ASSERT_TRUE(Kem::KeyGen(ek, dk, single_rng, so).ok());
+      Buf short_dk(10);
+      if (n > 2) kg[bad].dk = short_dk;
+      SeededRandom batch_rng(1000 + n), single_rng(1000 + n);
+      ASSERT_TRUE(SetActiveIsa(isa).ok());
+      Kem::KeyGenBatch(kg, batch_rng);
+      ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+      for (size_t i = 0; i < n; ++i) {
+        if (n > 2 && i == bad) {
+          EXPECT_EQ(kg[i].status.code(), absl::StatusCode::kInvalidArgument);
+          continue;
+        }
+        ASSERT_TRUE(kg[i].status.ok()) << "n=" << n << " i=" << i << " " << kg[i].status;
+        Buf ek(Kem::kEncapsKeyBytes), dk(Kem::kDecapsKeyBytes), so(64);
+        if (i % 2 == 0) {
+          ASSERT_TRUE(Kem::KeyGenFromSeed(seeds[i], ek, dk).ok());
+          so = seeds[i];
+        } else {
+          ASSERT_TRUE(Kem::KeyGen(ek, dk, single_rng, so).ok());
+        }
+        EXPECT_EQ(eks[i], ek) << "n=" << n << " i=" << i;
+        EXPECT_EQ(dks[i], dk) << "n=" << n << " i=" << i;
+        EXPECT_EQ(seed_outs[i], so) << "n=" << n << " i=" << i;
       }
-      EXPECT_EQ(eks[i], ek) << "n=" << n << " i=" << i;
-      EXPECT_EQ(dks[i], dk) << "n=" << n << " i=" << i;
-      EXPECT_EQ(seed_outs[i], so) << "n=" << n << " i=" << i;
-    }
-    if (n > 2) {  // the failed item is replaced by a good key for the next stages
-      ASSERT_TRUE(Kem::KeyGenFromSeed(seeds[bad], eks[bad], dks[bad]).ok());
-    }
+      if (n > 2) {  // the failed item is replaced by a good key for the next stages
+        ASSERT_TRUE(Kem::KeyGenFromSeed(seeds[bad], eks[bad], dks[bad]).ok());
+      }
 
-    // Encaps: explicit m on odd items, fresh randomness on even ones.
-    std::vector<Buf> ms(n, Buf(32)), cts(n, Buf(Kem::kCiphertextBytes)), sss(n, Buf(32));
-    std::vector<KemEncapsItem> en(n);
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_TRUE(seed_src.Generate(ms[i]).ok());
-      en[i].ek = eks[i];
-      en[i].m = i % 2 == 1 ? Bytes(ms[i]) : Bytes();
-      en[i].ct = cts[i];
-      en[i].ss = sss[i];
-    }
-    Buf short_ek(Kem::kEncapsKeyBytes - 1);
-    if (n > 2) en[bad].ek = short_ek;
-    SeededRandom enc_batch_rng(2000 + n), enc_single_rng(2000 + n);
-    Kem::EncapsBatch(en, enc_batch_rng);
-    for (size_t i = 0; i < n; ++i) {
-      if (n > 2 && i == bad) {
-        EXPECT_EQ(en[i].status.code(), absl::StatusCode::kInvalidArgument);
-        // Make a valid ciphertext for the decaps stage.
-        ASSERT_TRUE(Kem::EncapsDerand(eks[i], ms[i], cts[i], sss[i]).ok());
-        continue;
+      // Encaps: explicit m on odd items, fresh randomness on even ones.
+      std::vector<Buf> ms(n, Buf(32)), cts(n, Buf(Kem::kCiphertextBytes)), sss(n, Buf(32));
+      std::vector<KemEncapsItem> en(n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(seed_src.Generate(ms[i]).ok());
+        en[i].ek = eks[i];
+        en[i].m = i % 2 == 1 ? Bytes(ms[i]) : Bytes();
+        en[i].ct = cts[i];
+        en[i].ss = sss[i];
       }
-      ASSERT_TRUE(en[i].status.ok()) << en[i].status;
-      Buf ct(Kem::kCiphertextBytes), ss(32);
-      if (i % 2 == 1) {
-        ASSERT_TRUE(Kem::EncapsDerand(eks[i], ms[i], ct, ss).ok());
-      } else {
-        ASSERT_TRUE(Kem::Encaps(eks[i], ct, ss, enc_single_rng).ok());
+      Buf short_ek(Kem::kEncapsKeyBytes - 1);
+      if (n > 2) en[bad].ek = short_ek;
+      SeededRandom enc_batch_rng(2000 + n), enc_single_rng(2000 + n);
+      ASSERT_TRUE(SetActiveIsa(isa).ok());
+      Kem::EncapsBatch(en, enc_batch_rng);
+      ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+      for (size_t i = 0; i < n; ++i) {
+        if (n > 2 && i == bad) {
+          EXPECT_EQ(en[i].status.code(), absl::StatusCode::kInvalidArgument);
+          // Make a valid ciphertext for the decaps stage.
+          ASSERT_TRUE(Kem::EncapsDerand(eks[i], ms[i], cts[i], sss[i]).ok());
+          continue;
+        }
+        ASSERT_TRUE(en[i].status.ok()) << en[i].status;
+        Buf ct(Kem::kCiphertextBytes), ss(32);
+        if (i % 2 == 1) {
+          ASSERT_TRUE(Kem::EncapsDerand(eks[i], ms[i], ct, ss).ok());
+        } else {
+          ASSERT_TRUE(Kem::Encaps(eks[i], ct, ss, enc_single_rng).ok());
+        }
+        EXPECT_EQ(cts[i], ct) << "n=" << n << " i=" << i;
+        EXPECT_EQ(sss[i], ss) << "n=" << n << " i=" << i;
       }
-      EXPECT_EQ(cts[i], ct) << "n=" << n << " i=" << i;
-      EXPECT_EQ(sss[i], ss) << "n=" << n << " i=" << i;
-    }
 
-    // Decaps: seed-form keys on every third item, a tampered ciphertext last, a wrong-length
-    // ciphertext in the middle.
-    if (n > 1) cts[tampered][3] ^= 1;
-    std::vector<Buf> outs(n, Buf(32));
-    std::vector<KemDecapsItem> de(n);
-    for (size_t i = 0; i < n; ++i) {
-      de[i].dk = i % 3 == 0 ? Bytes(seeds[i].data(), 64) : Bytes(dks[i]);
-      de[i].ct = cts[i];
-      de[i].ss = outs[i];
-    }
-    // Seeds of odd KeyGen items came from the rng: use their seed_out.
-    for (size_t i = 0; i < n; ++i) {
-      if (i % 3 == 0 && i % 2 == 1) de[i].dk = seed_outs[i];
-    }
-    if (n > 2) de[bad].ct = Bytes(cts[bad].data(), Kem::kCiphertextBytes - 1);
-    Kem::DecapsBatch(de);
-    for (size_t i = 0; i < n; ++i) {
-      if (n > 2 && i == bad) {
-        EXPECT_EQ(de[i].status.code(), absl::StatusCode::kInvalidArgument);
-        continue;
+      // Decaps: seed-form keys on every third item, a tampered ciphertext last, a wrong-length
+      // ciphertext in the middle.
+      if (n > 1) cts[tampered][3] ^= 1;
+      std::vector<Buf> outs(n, Buf(32));
+      std::vector<KemDecapsItem> de(n);
+      for (size_t i = 0; i < n; ++i) {
+        de[i].dk = i % 3 == 0 ? Bytes(seeds[i].data(), 64) : Bytes(dks[i]);
+        de[i].ct = cts[i];
+        de[i].ss = outs[i];
       }
-      ASSERT_TRUE(de[i].status.ok()) << de[i].status;
-      Buf ss(32);
-      ASSERT_TRUE(Kem::Decaps(dks[i], cts[i], ss).ok());
-      EXPECT_EQ(outs[i], ss) << "n=" << n << " i=" << i;
-      if (n > 1 && i == tampered) {
-        EXPECT_NE(outs[i], sss[i]);
-        EXPECT_EQ(outs[i], ImplicitRejectionKey<Kem>(dks[i], cts[i]));
-      } else {
-        EXPECT_EQ(outs[i], sss[i]) << "n=" << n << " i=" << i;
+      // Seeds of odd KeyGen items came from the rng: use their seed_out.
+      for (size_t i = 0; i < n; ++i) {
+        if (i % 3 == 0 && i % 2 == 1) de[i].dk = seed_outs[i];
+      }
+      if (n > 2) de[bad].ct = Bytes(cts[bad].data(), Kem::kCiphertextBytes - 1);
+      ASSERT_TRUE(SetActiveIsa(isa).ok());
+      Kem::DecapsBatch(de);
+      ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+      for (size_t i = 0; i < n; ++i) {
+        if (n > 2 && i == bad) {
+          EXPECT_EQ(de[i].status.code(), absl::StatusCode::kInvalidArgument);
+          continue;
+        }
+        ASSERT_TRUE(de[i].status.ok()) << de[i].status;
+        Buf ss(32);
+        ASSERT_TRUE(Kem::Decaps(dks[i], cts[i], ss).ok());
+        EXPECT_EQ(outs[i], ss) << "n=" << n << " i=" << i;
+        if (n > 1 && i == tampered) {
+          EXPECT_NE(outs[i], sss[i]);
+          EXPECT_EQ(outs[i], ImplicitRejectionKey<Kem>(dks[i], cts[i]));
+        } else {
+          EXPECT_EQ(outs[i], sss[i]) << "n=" << n << " i=" << i;
+        }
       }
     }
   }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
 TEST(MlKemInfo, TableMatchesClasses) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
 
 namespace pqcd::kernels {
@@ -14,6 +15,25 @@ using pqcd::testing::FromHex;
 using pqcd::testing::LoadVectorJson;
 using pqcd::testing::ToHex;
 using pqcd::testing::VectorCounter;
+
+// Every backend this CPU supports (the vectors run on each; counts are reported per backend).
+std::vector<Isa> Backends() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    if (IsaSupported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+// Restores the active backend when a test ends.
+class IsaRestorer {
+ public:
+  IsaRestorer() : saved_(ActiveIsa()) {}
+  ~IsaRestorer() { (void)SetActiveIsa(saved_); }
+
+ private:
+  Isa saved_;
+};
 
 // Parameter set from the group metadata ("ML-KEM-768" -> 3); 0 if unknown.
 int KFromParameterSet(const std::string& name) {
@@ -107,16 +127,23 @@ TEST(MlKemVectors, AcvpKeyGen) {
   const nlohmann::json j = LoadVectorJson("acvp/ML-KEM-keyGen-FIPS203/internalProjection.json");
   ASSERT_FALSE(j.is_null());
   VectorCounter counter("acvp/ML-KEM-keyGen-FIPS203/internalProjection.json");
-  for (const auto& group : j["testGroups"]) {
-    const std::string set = group["parameterSet"].get<std::string>();
-    const int k = KFromParameterSet(set);
-    ASSERT_NE(k, 0) << set;
-    for (const auto& tc : group["tests"]) {
-      const bool ok = k == 2 ? KeyGenCase<2>(tc) : k == 3 ? KeyGenCase<3>(tc) : KeyGenCase<4>(tc);
-      ok ? counter.Pass(set) : counter.Fail(set);
+  IsaRestorer restore;
+  const std::vector<Isa> backends = Backends();
+  for (Isa isa : backends) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    const std::string backend(IsaName(isa));
+    for (const auto& group : j["testGroups"]) {
+      const std::string set = group["parameterSet"].get<std::string>();
+      const int k = KFromParameterSet(set);
+      ASSERT_NE(k, 0) << set;
+      const std::string name = backend + "/" + set;
+      for (const auto& tc : group["tests"]) {
+        const bool ok = k == 2 ? KeyGenCase<2>(tc) : k == 3 ? KeyGenCase<3>(tc) : KeyGenCase<4>(tc);
+        ok ? counter.Pass(name) : counter.Fail(name);
+      }
     }
   }
-  EXPECT_EQ(counter.total_passed(), 75u);
+  EXPECT_EQ(counter.total_passed(), 75u * backends.size());
   EXPECT_EQ(counter.total_failed(), 0u);
 }
 
@@ -124,20 +151,26 @@ TEST(MlKemVectors, AcvpEncapDecap) {
   const nlohmann::json j = LoadVectorJson("acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json");
   ASSERT_FALSE(j.is_null());
   VectorCounter counter("acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json");
-  for (const auto& group : j["testGroups"]) {
-    const std::string set = group["parameterSet"].get<std::string>();
-    const std::string function = group["function"].get<std::string>();
-    const int k = KFromParameterSet(set);
-    ASSERT_NE(k, 0) << set;
-    const std::string name = set + "/" + function;
-    for (const auto& tc : group["tests"]) {
-      const bool ok = k == 2   ? EncapDecapCase<2>(function, tc)
-                      : k == 3 ? EncapDecapCase<3>(function, tc)
-                               : EncapDecapCase<4>(function, tc);
-      ok ? counter.Pass(name) : counter.Fail(name);
+  IsaRestorer restore;
+  const std::vector<Isa> backends = Backends();
+  for (Isa isa : backends) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    const std::string backend(IsaName(isa));
+    for (const auto& group : j["testGroups"]) {
+      const std::string set = group["parameterSet"].get<std::string>();
+      const std::string function = group["function"].get<std::string>();
+      const int k = KFromParameterSet(set);
+      ASSERT_NE(k, 0) << set;
+      const std::string name = backend + "/" + set + "/" + function;
+      for (const auto& tc : group["tests"]) {
+        const bool ok = k == 2   ? EncapDecapCase<2>(function, tc)
+                        : k == 3 ? EncapDecapCase<3>(function, tc)
+                                 : EncapDecapCase<4>(function, tc);
+        ok ? counter.Pass(name) : counter.Fail(name);
+      }
     }
   }
-  EXPECT_EQ(counter.total_passed(), 165u);
+  EXPECT_EQ(counter.total_passed(), 165u * backends.size());
   EXPECT_EQ(counter.total_failed(), 0u);
 }
 

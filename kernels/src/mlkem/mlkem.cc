@@ -8,11 +8,14 @@
 // ρ, the §7.2 modulus check and the §7.3 hash check (whose inputs are public or belong to the
 // caller). Every secret temporary is wiped with ZeroOnExit / SecureZero on every return path.
 // Nothing is allocated on the heap except the message of an error status.
+#include <algorithm>
 #include <array>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "keccak/keccak_multi.h"
 #include "mlkem/poly.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/sha3.h"
 
@@ -70,6 +73,53 @@ void HashJ(const uint8_t z[32], Bytes c, uint8_t out[32]) {
   j.Squeeze(MutBytes(out, 32));
 }
 
+// ---- Hashes of several independent requests side by side (batch entry points) ----------------
+
+// Most items processed together by a batch entry point (fixed-size stack arrays, no heap).
+constexpr size_t kBatchChunk = 8;
+
+template <size_t N>
+void MultiHashLanes(size_t rate, uint8_t suffix, const uint8_t* const* in, size_t len,
+                    const uint8_t* const* tail, size_t tail_len, uint8_t* const* out,
+                    size_t out_len, size_t n) {
+  for (size_t t0 = 0; t0 < n; t0 += N) {
+    const uint8_t* lin[N] = {};
+    const uint8_t* ltail[N] = {};
+    uint8_t* lout[N] = {};
+    for (size_t j = 0; j < N && t0 + j < n; ++j) {
+      lin[j] = in[t0 + j];
+      ltail[j] = tail != nullptr ? tail[t0 + j] : nullptr;
+      lout[j] = out[t0 + j];
+    }
+    KeccakMulti<N> sponge(rate, suffix);
+    sponge.AbsorbOnce2(lin, len, ltail, tail_len);
+    sponge.Squeeze(lout, out_len);
+  }
+}
+// out[i] = Keccak[rate, suffix](in[i] || tail[i]) for i < n (n <= kBatchChunk): x8 lanes on
+// AVX-512, x4 on AVX2, one state after another on the portable backend (identical results).
+void MultiHash(size_t rate, uint8_t suffix, const uint8_t* const* in, size_t len,
+               const uint8_t* const* tail, size_t tail_len, uint8_t* const* out, size_t out_len,
+               size_t n) {
+  if (ActiveIsa() == Isa::kAvx512) {
+    MultiHashLanes<8>(rate, suffix, in, len, tail, tail_len, out, out_len, n);
+  } else {
+    MultiHashLanes<4>(rate, suffix, in, len, tail, tail_len, out, out_len, n);
+  }
+}
+// H = SHA3-256, G = SHA3-512, J = SHAKE256(·, 32) (§4.1) over n independent inputs.
+void HashHMany(const uint8_t* const* in, size_t len, uint8_t* const* out, size_t n) {
+  MultiHash(136, 0x06, in, len, nullptr, 0, out, 32, n);
+}
+void HashGMany(const uint8_t* const* a, size_t a_len, const uint8_t* const* b, size_t b_len,
+               uint8_t* const* out, size_t n) {
+  MultiHash(72, 0x06, a, a_len, b, b_len, out, 64, n);
+}
+void HashJMany(const uint8_t* const* z, const uint8_t* const* c, size_t c_len, uint8_t* const* out,
+               size_t n) {
+  MultiHash(136, 0x1f, z, 32, c, c_len, out, 32, n);
+}
+
 // Â (transposed = false: Alg. 13 steps 3-7, entry [i][j] = SampleNTT(ρ || j || i)) or Â^T
 // (transposed = true: Alg. 14 steps 4-8, entry [i][j] = Â[j][i]). All K² seeds go to one call of
 // SampleNttMany so that a multi-lane SHAKE128 backend can process them side by side.
@@ -88,26 +138,37 @@ void GenerateMatrix(Poly (&a)[K][K], const uint8_t rho[kSymBytes], bool transpos
 }
 
 // FIPS 203 Alg. 13, K-PKE.KeyGen(d): writes ek_PKE to ek and dk_PKE to dk_pke.
+// Steps 2-20 of Alg. 13 from (ρ, σ) = G(d || k).
+template <int K>
+void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke);
+
 template <int K>
 void PkeKeyGen(const uint8_t d[kSymBytes], uint8_t* ek, uint8_t* dk_pke) {
-  using P = MlKemParams<K>;
   // (ρ, σ) = G(d || k) (step 1).
   const uint8_t k_byte = static_cast<uint8_t>(K);
   uint8_t rho_sigma[64];
   ZeroOnExit wipe_rho_sigma(rho_sigma);
   HashG(Bytes(d, kSymBytes), Bytes(&k_byte, 1), rho_sigma);
+  PkeKeyGenFromRhoSigma<K>(rho_sigma, ek, dk_pke);
+}
+
+template <int K>
+void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke) {
+  using P = MlKemParams<K>;
   const uint8_t* rho = rho_sigma;
   const uint8_t* sigma = rho_sigma + 32;
 
   Poly a[K][K];
   GenerateMatrix<K>(a, rho, /*transposed=*/false);
 
-  // s and e from CBD_eta1 with nonces 0..k-1 and k..2k-1 (steps 8-15), then NTT (16-17).
-  Poly s[K], e[K];
+  // s and e from CBD_eta1 with nonces 0..k-1 and k..2k-1 (steps 8-15), sampled in one call so
+  // that the 2k PRF streams share the multi-lane SHAKE256; then NTT (16-17).
+  Poly se[2 * K];
+  Poly* s = se;
+  Poly* e = se + K;
   PolyMulCache s_cache[K];
-  ZeroOnExit wipe_s(s), wipe_e(e), wipe_s_cache(s_cache);
-  mlkem::SampleCbdMany(P::eta1, sigma, 0, s, K);
-  mlkem::SampleCbdMany(P::eta1, sigma, K, e, K);
+  ZeroOnExit wipe_se(se), wipe_s_cache(s_cache);
+  mlkem::SampleCbdMany(P::eta1, sigma, 0, se, 2 * K);
   for (int i = 0; i < K; ++i) {
     mlkem::PolyNtt(s[i]);
     mlkem::PolyNtt(e[i]);
@@ -141,14 +202,20 @@ void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint
   Poly at[K][K];
   GenerateMatrix<K>(at, rho, /*transposed=*/true);
 
-  // y, e1 and e2 with nonces 0..k-1, k..2k-1 and 2k (steps 9-17); ŷ = NTT(y) (step 18).
-  Poly y[K], e1[K], e2, mu, u, v;
+  // y, e1 and e2 with nonces 0..k-1, k..2k-1 and 2k (steps 9-17), as few multi-lane PRF calls
+  // as the two etas allow; ŷ = NTT(y) (step 18).
+  Poly noise[2 * K + 1], mu, u, v;
+  Poly* y = noise;
+  Poly* e1 = noise + K;
+  Poly& e2 = noise[2 * K];
   PolyMulCache y_cache[K];
-  ZeroOnExit wipe_y(y), wipe_e1(e1), wipe_e2(e2), wipe_mu(mu), wipe_u(u), wipe_v(v),
-      wipe_cache(y_cache);
-  mlkem::SampleCbdMany(P::eta1, coins, 0, y, K);
-  mlkem::SampleCbdMany(P::eta2, coins, K, e1, K);
-  mlkem::SampleCbdMany(P::eta2, coins, 2 * K, &e2, 1);
+  ZeroOnExit wipe_noise(noise), wipe_mu(mu), wipe_u(u), wipe_v(v), wipe_cache(y_cache);
+  if constexpr (P::eta1 == P::eta2) {
+    mlkem::SampleCbdMany(P::eta1, coins, 0, noise, 2 * K + 1);
+  } else {
+    mlkem::SampleCbdMany(P::eta1, coins, 0, y, K);
+    mlkem::SampleCbdMany(P::eta2, coins, K, e1, K + 1);
+  }
   for (int i = 0; i < K; ++i) {
     mlkem::PolyNtt(y[i]);
     mlkem::PolyMulCacheCompute(y_cache[i], y[i]);
@@ -226,11 +293,15 @@ void EncapsInternal(const Poly (&t_hat)[K], const uint8_t* ek, const uint8_t m[k
   std::memcpy(ss, key_coins, 32);
 }
 
+template <int K>
+void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime[32],
+                     uint8_t key_coins[64], const uint8_t k_bar[32], uint8_t* ct_prime,
+                     uint8_t ss[32]);
+
 // FIPS 203 Alg. 18, ML-KEM.Decaps_internal(dk, c) on an expanded dk.
 template <int K>
 void DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32]) {
   using L = Layout<K>;
-  const uint8_t* ek = dk + L::kDkEkOffset;
   const uint8_t* h = dk + L::kDkHashOffset;
   const uint8_t* z = dk + L::kDkZOffset;
 
@@ -244,6 +315,17 @@ void DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32]) {
   // (K', r') = G(m' || h) (step 6); K̄ = J(z || c) (step 7).
   HashG(Bytes(m_prime, 32), Bytes(h, 32), key_coins);
   HashJ(z, Bytes(ct, L::kCtBytes), k_bar);
+  DecapsReencrypt<K>(dk, ct, m_prime, key_coins, k_bar, ct_prime, ss);
+}
+
+// Steps 8-11 of Alg. 18: c' = K-PKE.Encrypt(ek_PKE, m', r'), then ss = K' if c == c' else K̄.
+// key_coins = (K', r') is overwritten. ct_prime is scratch space of kCtBytes.
+template <int K>
+void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime[32],
+                     uint8_t key_coins[64], const uint8_t k_bar[32], uint8_t* ct_prime,
+                     uint8_t ss[32]) {
+  using L = Layout<K>;
+  const uint8_t* ek = dk + L::kDkEkOffset;
   // c' = K-PKE.Encrypt(ek_PKE, m', r') (step 8). ByteDecode12 reduces mod q (no modulus check:
   // FIPS 203 checks ek only at encapsulation; dk is covered by the hash check).
   Poly t_hat[K];
@@ -434,35 +516,244 @@ absl::Status MlKem<K>::Decaps(Bytes dk, Bytes ct, MutBytes ss) {
   return absl::OkStatus();
 }
 
+// Batch entry points. Each chunk of up to kBatchChunk items goes through three phases:
+//  1. in item order, exactly as the single operation would: length checks, randomness draws (so
+//     the randomness source is consumed identically), the §7.2/§7.3 input checks; an item that
+//     fails gets its own status and leaves the chunk;
+//  2. the hashes of the remaining items (G, H(ek), J, and the H of the §7.3 check) side by side on
+//     multi-lane Keccak, the matrix and noise sampling inside each item on multi-lane Keccak too;
+//  3. the per-item lattice arithmetic.
+// Outputs are byte-identical to the single operations. Secret chunk state is wiped on exit.
 template <int K>
 void MlKem<K>::KeyGenBatch(std::span<KemKeyGenItem> items, RandomSource& rng) {
-  for (KemKeyGenItem& item : items) {
-    if (item.seed.empty()) {
-      item.status = KeyGen(item.ek, item.dk, rng, item.seed_out);
-      continue;
+  using L = Layout<K>;
+  const uint8_t k_byte = static_cast<uint8_t>(K);
+  for (size_t c0 = 0; c0 < items.size(); c0 += kBatchChunk) {
+    const size_t count = std::min(kBatchChunk, items.size() - c0);
+    uint8_t seeds[kBatchChunk][kSeedBytes];
+    uint8_t rho_sigma[kBatchChunk][64];
+    ZeroOnExit wipe_seeds(seeds), wipe_rs(rho_sigma);
+    KemKeyGenItem* live[kBatchChunk];
+    size_t n = 0;
+    for (size_t i = 0; i < count; ++i) {
+      KemKeyGenItem& item = items[c0 + i];
+      if (!item.seed_out.empty() && item.seed_out.size() != kSeedBytes) {
+        item.status = SizeError<K>("seed output buffer", kSeedBytes, item.seed_out.size());
+        continue;
+      }
+      if (!item.seed.empty() && item.seed.size() != kSeedBytes) {
+        item.status = SizeError<K>("seed", kSeedBytes, item.seed.size());
+        continue;
+      }
+      if (item.ek.size() != kEncapsKeyBytes) {
+        item.status = SizeError<K>("encapsulation key buffer", kEncapsKeyBytes, item.ek.size());
+        continue;
+      }
+      if (item.dk.size() != kDecapsKeyBytes) {
+        item.status = SizeError<K>("decapsulation key buffer", kDecapsKeyBytes, item.dk.size());
+        continue;
+      }
+      if (item.seed.empty()) {
+        // Alg. 19: d, z <- random bytes.
+        if (absl::Status st = rng.Generate(MutBytes(seeds[n], kSeedBytes)); !st.ok()) {
+          item.status = RandomError<K>("key generation", st);
+          continue;
+        }
+      } else {
+        std::memcpy(seeds[n], item.seed.data(), kSeedBytes);
+      }
+      item.status = absl::OkStatus();
+      live[n++] = &item;
     }
-    if (!item.seed_out.empty() && item.seed_out.size() != kSeedBytes) {
-      item.status = SizeError<K>("seed output buffer", kSeedBytes, item.seed_out.size());
-      continue;
+    // (ρ, σ) = G(d || k) for every item (Alg. 13 step 1).
+    const uint8_t* g_in[kBatchChunk];
+    const uint8_t* g_tail[kBatchChunk];
+    uint8_t* g_out[kBatchChunk];
+    for (size_t i = 0; i < n; ++i) {
+      g_in[i] = seeds[i];
+      g_tail[i] = &k_byte;
+      g_out[i] = rho_sigma[i];
     }
-    item.status = KeyGenFromSeed(item.seed, item.ek, item.dk);
-    if (item.status.ok() && !item.seed_out.empty()) {
-      std::memmove(item.seed_out.data(), item.seed.data(), kSeedBytes);
+    HashGMany(g_in, kSymBytes, g_tail, 1, g_out, n);
+    // K-PKE.KeyGen steps 2-20 per item, into dk = dk_PKE || ek || H(ek) || z.
+    const uint8_t* h_in[kBatchChunk];
+    uint8_t* h_out[kBatchChunk];
+    for (size_t i = 0; i < n; ++i) {
+      uint8_t* dk = live[i]->dk.data();
+      PkeKeyGenFromRhoSigma<K>(rho_sigma[i], dk + L::kDkEkOffset, dk);
+      h_in[i] = dk + L::kDkEkOffset;
+      h_out[i] = dk + L::kDkHashOffset;
+    }
+    HashHMany(h_in, L::kEkBytes, h_out, n);
+    for (size_t i = 0; i < n; ++i) {
+      KemKeyGenItem& item = *live[i];
+      std::memcpy(item.dk.data() + L::kDkZOffset, seeds[i] + 32, kSymBytes);
+      std::memcpy(item.ek.data(), item.dk.data() + L::kDkEkOffset, kEncapsKeyBytes);
+      if (!item.seed_out.empty()) std::memcpy(item.seed_out.data(), seeds[i], kSeedBytes);
     }
   }
 }
 
 template <int K>
 void MlKem<K>::EncapsBatch(std::span<KemEncapsItem> items, RandomSource& rng) {
-  for (KemEncapsItem& item : items) {
-    item.status = item.m.empty() ? Encaps(item.ek, item.ct, item.ss, rng)
-                                 : EncapsDerand(item.ek, item.m, item.ct, item.ss);
+  using L = Layout<K>;
+  for (size_t c0 = 0; c0 < items.size(); c0 += kBatchChunk) {
+    const size_t count = std::min(kBatchChunk, items.size() - c0);
+    uint8_t ms[kBatchChunk][kEncapsRandomBytes];
+    uint8_t hs[kBatchChunk][32];
+    uint8_t key_coins[kBatchChunk][64];
+    Poly t_hat[kBatchChunk][K];
+    ZeroOnExit wipe_ms(ms), wipe_kc(key_coins);
+    KemEncapsItem* live[kBatchChunk];
+    size_t n = 0;
+    for (size_t i = 0; i < count; ++i) {
+      KemEncapsItem& item = items[c0 + i];
+      if (item.ek.size() != kEncapsKeyBytes) {
+        item.status = SizeError<K>("encapsulation key", kEncapsKeyBytes, item.ek.size());
+        continue;
+      }
+      if (!item.m.empty() && item.m.size() != kEncapsRandomBytes) {
+        item.status = SizeError<K>("encapsulation randomness m", kEncapsRandomBytes, item.m.size());
+        continue;
+      }
+      if (item.ct.size() != kCiphertextBytes) {
+        item.status = SizeError<K>("ciphertext buffer", kCiphertextBytes, item.ct.size());
+        continue;
+      }
+      if (item.ss.size() != kSharedSecretBytes) {
+        item.status = SizeError<K>("shared secret buffer", kSharedSecretBytes, item.ss.size());
+        continue;
+      }
+      if (item.m.empty()) {
+        // Alg. 20: m <- 32 random bytes (drawn before the modulus check, as Encaps does).
+        if (absl::Status st = rng.Generate(MutBytes(ms[n], kEncapsRandomBytes)); !st.ok()) {
+          item.status = RandomError<K>("encapsulation", st);
+          continue;
+        }
+      } else {
+        std::memcpy(ms[n], item.m.data(), kEncapsRandomBytes);
+      }
+      if (absl::Status st = DecodeEncapsKey<K>(item.ek.data(), t_hat[n]); !st.ok()) {
+        item.status = st;
+        continue;
+      }
+      item.status = absl::OkStatus();
+      live[n++] = &item;
+    }
+    // H(ek), then (K, r) = G(m || H(ek)) for every item (Alg. 17 step 1).
+    const uint8_t* in[kBatchChunk];
+    const uint8_t* tail[kBatchChunk];
+    uint8_t* out[kBatchChunk];
+    for (size_t i = 0; i < n; ++i) {
+      in[i] = live[i]->ek.data();
+      out[i] = hs[i];
+    }
+    HashHMany(in, L::kEkBytes, out, n);
+    for (size_t i = 0; i < n; ++i) {
+      in[i] = ms[i];
+      tail[i] = hs[i];
+      out[i] = key_coins[i];
+    }
+    HashGMany(in, kSymBytes, tail, 32, out, n);
+    // c = K-PKE.Encrypt(ek, m, r) per item (step 2).
+    for (size_t i = 0; i < n; ++i) {
+      KemEncapsItem& item = *live[i];
+      PkeEncrypt<K>(t_hat[i], item.ek.data() + K * kPolyBytes, ms[i], key_coins[i] + 32,
+                    item.ct.data());
+      std::memcpy(item.ss.data(), key_coins[i], 32);
+    }
   }
 }
 
 template <int K>
 void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
-  for (KemDecapsItem& item : items) item.status = Decaps(item.dk, item.ct, item.ss);
+  using L = Layout<K>;
+  for (size_t c0 = 0; c0 < items.size(); c0 += kBatchChunk) {
+    const size_t count = std::min(kBatchChunk, items.size() - c0);
+    // Expanded keys of seed-form items (secret), and the per-item Decaps state.
+    uint8_t expanded[kBatchChunk][kDecapsKeyBytes];
+    uint8_t m_prime[kBatchChunk][32];
+    uint8_t key_coins[kBatchChunk][64];
+    uint8_t k_bar[kBatchChunk][32];
+    uint8_t ct_prime[L::kCtBytes];
+    uint8_t check[kBatchChunk][32];
+    ZeroOnExit wipe_exp(expanded), wipe_m(m_prime), wipe_kc(key_coins), wipe_kbar(k_bar),
+        wipe_ct(ct_prime);
+    KemDecapsItem* cand[kBatchChunk];
+    const uint8_t* cand_dk[kBatchChunk];
+    bool needs_check[kBatchChunk];
+    size_t nc = 0;
+    for (size_t i = 0; i < count; ++i) {
+      KemDecapsItem& item = items[c0 + i];
+      if (item.ct.size() != kCiphertextBytes) {
+        item.status = SizeError<K>("ciphertext", kCiphertextBytes, item.ct.size());
+        continue;
+      }
+      if (item.ss.size() != kSharedSecretBytes) {
+        item.status = SizeError<K>("shared secret buffer", kSharedSecretBytes, item.ss.size());
+        continue;
+      }
+      if (item.dk.size() == kSeedBytes) {
+        // Seed form d||z: expand (Alg. 16).
+        ExpandDecapsKey<K>(item.dk.data(), item.dk.data() + 32, expanded[nc]);
+        cand_dk[nc] = expanded[nc];
+        needs_check[nc] = false;
+      } else if (item.dk.size() == kDecapsKeyBytes) {
+        cand_dk[nc] = item.dk.data();
+        needs_check[nc] = true;
+      } else {
+        item.status = DecapsKeyLengthError<K>(item.dk.size());
+        continue;
+      }
+      cand[nc++] = &item;
+    }
+    // §7.3 hash check of the expanded keys: H(ek) side by side, compared with the stored h.
+    const uint8_t* in[kBatchChunk];
+    const uint8_t* tail[kBatchChunk];
+    uint8_t* out[kBatchChunk];
+    for (size_t i = 0; i < nc; ++i) {
+      in[i] = cand_dk[i] + L::kDkEkOffset;
+      out[i] = check[i];
+    }
+    HashHMany(in, L::kEkBytes, out, nc);
+    KemDecapsItem* live[kBatchChunk];
+    const uint8_t* dks[kBatchChunk];
+    size_t n = 0;
+    for (size_t i = 0; i < nc; ++i) {
+      if (needs_check[i]) {
+        uint8_t diff = CtCompare(check[i], cand_dk[i] + L::kDkHashOffset, 32);
+        CtPublic(&diff, 1);  // revealed by the status anyway
+        if (diff != 0) {
+          cand[i]->status = absl::InvalidArgumentError(absl::StrCat(
+              Name<K>(), " decapsulation key: H(ek) does not match (FIPS 203 §7.3 hash check)"));
+          continue;
+        }
+      }
+      cand[i]->status = absl::OkStatus();
+      live[n] = cand[i];
+      dks[n++] = cand_dk[i];
+    }
+    // m' = K-PKE.Decrypt(dk_PKE, c) per item (Alg. 18 step 5).
+    for (size_t i = 0; i < n; ++i) PkeDecrypt<K>(dks[i], live[i]->ct.data(), m_prime[i]);
+    // (K', r') = G(m' || h) and K̄ = J(z || c) side by side (steps 6-7).
+    for (size_t i = 0; i < n; ++i) {
+      in[i] = m_prime[i];
+      tail[i] = dks[i] + L::kDkHashOffset;
+      out[i] = key_coins[i];
+    }
+    HashGMany(in, kSymBytes, tail, 32, out, n);
+    for (size_t i = 0; i < n; ++i) {
+      in[i] = dks[i] + L::kDkZOffset;
+      tail[i] = live[i]->ct.data();
+      out[i] = k_bar[i];
+    }
+    HashJMany(in, tail, L::kCtBytes, out, n);
+    // Re-encryption and the constant-time choice of K' or K̄ per item (steps 8-11).
+    for (size_t i = 0; i < n; ++i) {
+      DecapsReencrypt<K>(dks[i], live[i]->ct.data(), m_prime[i], key_coins[i], k_bar[i], ct_prime,
+                         live[i]->ss.data());
+    }
+  }
 }
 
 template class MlKem<2>;

@@ -1,9 +1,15 @@
-// ML-KEM polynomial arithmetic, portable backend. See poly.h for the contracts.
+// ML-KEM polynomial arithmetic: the portable kernels, the dispatch to the AVX2 kernels
+// (poly_backend.h), and the multi-lane samplers. See poly.h for the contracts.
 #include "mlkem/poly.h"
+
+#include <algorithm>
 
 #include <cstring>
 
+#include "keccak/keccak_multi.h"
+#include "mlkem/poly_backend.h"
 #include "pqcd/kernels/common.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::mlkem {
@@ -126,44 +132,9 @@ inline uint32_t Load24(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16;
 }
 
-// SamplePolyCBD_2 (Alg. 8, eta = 2) on 128 bytes.
-void Cbd2(Poly& a, const uint8_t* buf) {
-  for (int i = 0; i < kN / 8; ++i) {
-    const uint32_t w = Load32(buf + 4 * i);
-    const uint32_t d = (w & 0x55555555u) + ((w >> 1) & 0x55555555u);
-    for (int j = 0; j < 8; ++j) {
-      const int16_t x = static_cast<int16_t>((d >> (4 * j)) & 3);
-      const int16_t y = static_cast<int16_t>((d >> (4 * j + 2)) & 3);
-      a.c[8 * i + j] = static_cast<int16_t>(x - y);
-    }
-  }
-}
-// SamplePolyCBD_3 (Alg. 8, eta = 3) on 192 bytes.
-void Cbd3(Poly& a, const uint8_t* buf) {
-  for (int i = 0; i < kN / 4; ++i) {
-    const uint32_t w = Load24(buf + 3 * i);
-    const uint32_t d = (w & 0x249249u) + ((w >> 1) & 0x249249u) + ((w >> 2) & 0x249249u);
-    for (int j = 0; j < 4; ++j) {
-      const int16_t x = static_cast<int16_t>((d >> (6 * j)) & 7);
-      const int16_t y = static_cast<int16_t>((d >> (6 * j + 3)) & 7);
-      a.c[4 * i + j] = static_cast<int16_t>(x - y);
-    }
-  }
-}
-
-// Rejection step of SampleNTT (Alg. 7 steps 5-13) on public bytes; returns coefficients written.
-int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
-  int ctr = 0;
-  for (size_t pos = 0; pos + 3 <= len && ctr < wanted; pos += 3) {
-    const uint16_t d1 = static_cast<uint16_t>(buf[pos] | ((buf[pos + 1] & 0x0f) << 8));
-    const uint16_t d2 = static_cast<uint16_t>((buf[pos + 1] >> 4) | (buf[pos + 2] << 4));
-    if (d1 < kQ) out[ctr++] = static_cast<int16_t>(d1);
-    if (d2 < kQ && ctr < wanted) out[ctr++] = static_cast<int16_t>(d2);
-  }
-  return ctr;
-}
-
 }  // namespace
+
+namespace portable {
 
 // ---- NTT --------------------------------------------------------------------------------------
 
@@ -279,7 +250,7 @@ bool DecodeEncapsKeyPoly(Poly& a, const uint8_t in[kPolyBytes]) {
 }
 
 template <int D>
-void PolyCompressEncode(uint8_t* out, const Poly& a) {
+void CompressEncodeD(uint8_t* out, const Poly& a) {
   for (int i = 0; i < kN / 8; ++i) {
     uint16_t v[8];
     for (int j = 0; j < 8; ++j) v[j] = Compress<D>(a.c[8 * i + j]);
@@ -288,22 +259,13 @@ void PolyCompressEncode(uint8_t* out, const Poly& a) {
 }
 
 template <int D>
-void PolyDecodeDecompress(Poly& a, const uint8_t* in) {
+void DecodeDecompressD(Poly& a, const uint8_t* in) {
   for (int i = 0; i < kN / 8; ++i) {
     uint16_t v[8];
     Unpack8<D>(v, in + D * i);
     for (int j = 0; j < 8; ++j) a.c[8 * i + j] = Decompress<D>(v[j]);
   }
 }
-
-template void PolyCompressEncode<4>(uint8_t*, const Poly&);
-template void PolyCompressEncode<5>(uint8_t*, const Poly&);
-template void PolyCompressEncode<10>(uint8_t*, const Poly&);
-template void PolyCompressEncode<11>(uint8_t*, const Poly&);
-template void PolyDecodeDecompress<4>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<5>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<10>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<11>(Poly&, const uint8_t*);
 
 void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
   for (int i = 0; i < kN; ++i) {
@@ -320,50 +282,249 @@ void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
   }
 }
 
+void PolyCompressEncode(int d, uint8_t* out, const Poly& a) {
+  switch (d) {
+    case 4:
+      return CompressEncodeD<4>(out, a);
+    case 5:
+      return CompressEncodeD<5>(out, a);
+    case 10:
+      return CompressEncodeD<10>(out, a);
+    default:
+      return CompressEncodeD<11>(out, a);
+  }
+}
+void PolyDecodeDecompress(int d, Poly& a, const uint8_t* in) {
+  switch (d) {
+    case 4:
+      return DecodeDecompressD<4>(a, in);
+    case 5:
+      return DecodeDecompressD<5>(a, in);
+    case 10:
+      return DecodeDecompressD<10>(a, in);
+    default:
+      return DecodeDecompressD<11>(a, in);
+  }
+}
+
+// SamplePolyCBD_2 (Alg. 8, eta = 2) on 128 bytes.
+static void Cbd2(Poly& a, const uint8_t* buf) {
+  for (int i = 0; i < kN / 8; ++i) {
+    const uint32_t w = Load32(buf + 4 * i);
+    const uint32_t d = (w & 0x55555555u) + ((w >> 1) & 0x55555555u);
+    for (int j = 0; j < 8; ++j) {
+      const int16_t x = static_cast<int16_t>((d >> (4 * j)) & 3);
+      const int16_t y = static_cast<int16_t>((d >> (4 * j + 2)) & 3);
+      a.c[8 * i + j] = static_cast<int16_t>(x - y);
+    }
+  }
+}
+// SamplePolyCBD_3 (Alg. 8, eta = 3) on 192 bytes.
+static void Cbd3(Poly& a, const uint8_t* buf) {
+  for (int i = 0; i < kN / 4; ++i) {
+    const uint32_t w = Load24(buf + 3 * i);
+    const uint32_t d = (w & 0x249249u) + ((w >> 1) & 0x249249u) + ((w >> 2) & 0x249249u);
+    for (int j = 0; j < 4; ++j) {
+      const int16_t x = static_cast<int16_t>((d >> (6 * j)) & 7);
+      const int16_t y = static_cast<int16_t>((d >> (6 * j + 3)) & 7);
+      a.c[4 * i + j] = static_cast<int16_t>(x - y);
+    }
+  }
+}
+
+int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
+  int ctr = 0;
+  for (size_t pos = 0; pos + 3 <= len && ctr < wanted; pos += 3) {
+    const uint16_t d1 = static_cast<uint16_t>(buf[pos] | ((buf[pos + 1] & 0x0f) << 8));
+    const uint16_t d2 = static_cast<uint16_t>((buf[pos + 1] >> 4) | (buf[pos + 2] << 4));
+    if (d1 < kQ) out[ctr++] = static_cast<int16_t>(d1);
+    if (d2 < kQ && ctr < wanted) out[ctr++] = static_cast<int16_t>(d2);
+  }
+  return ctr;
+}
+
+void Cbd(int eta, Poly& a, const uint8_t* buf) {
+  if (eta == 2) {
+    Cbd2(a, buf);
+  } else {
+    Cbd3(a, buf);
+  }
+}
+
+}  // namespace portable
+
+bool UseAvx2Kernels() {
+  return ActiveIsa() != Isa::kPortable;
+}
+
+// ---- Dispatch (one atomic load per call) -------------------------------------------------------
+
+void PolyNtt(Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyNtt(a) : portable::PolyNtt(a);
+}
+void PolyInvNttTimesR(Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyInvNttTimesR(a) : portable::PolyInvNttTimesR(a);
+}
+void PolyMulCacheCompute(PolyMulCache& cache, const Poly& b) {
+  UseAvx2Kernels() ? avx2::PolyMulCacheCompute(cache, b) : portable::PolyMulCacheCompute(cache, b);
+}
+void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache, int k) {
+  UseAvx2Kernels() ? avx2::PolyBasemulAcc(out, a, b, cache, k)
+                   : portable::PolyBasemulAcc(out, a, b, cache, k);
+}
+void PolyToMont(Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyToMont(a) : portable::PolyToMont(a);
+}
+void PolyAdd(Poly& r, const Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyAdd(r, a) : portable::PolyAdd(r, a);
+}
+void PolySub(Poly& r, const Poly& a) {
+  UseAvx2Kernels() ? avx2::PolySub(r, a) : portable::PolySub(r, a);
+}
+void PolyReduceCanonical(Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyReduceCanonical(a) : portable::PolyReduceCanonical(a);
+}
+void PolyEncode12(uint8_t out[kPolyBytes], const Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyEncode12(out, a) : portable::PolyEncode12(out, a);
+}
+void PolyDecode12(Poly& a, const uint8_t in[kPolyBytes]) {
+  UseAvx2Kernels() ? avx2::PolyDecode12(a, in) : portable::PolyDecode12(a, in);
+}
+bool DecodeEncapsKeyPoly(Poly& a, const uint8_t in[kPolyBytes]) {
+  return UseAvx2Kernels() ? avx2::DecodeEncapsKeyPoly(a, in) : portable::DecodeEncapsKeyPoly(a, in);
+}
+template <int D>
+void PolyCompressEncode(uint8_t* out, const Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyCompressEncode(D, out, a) : portable::PolyCompressEncode(D, out, a);
+}
+template <int D>
+void PolyDecodeDecompress(Poly& a, const uint8_t* in) {
+  UseAvx2Kernels() ? avx2::PolyDecodeDecompress(D, a, in)
+                   : portable::PolyDecodeDecompress(D, a, in);
+}
+template void PolyCompressEncode<4>(uint8_t*, const Poly&);
+template void PolyCompressEncode<5>(uint8_t*, const Poly&);
+template void PolyCompressEncode<10>(uint8_t*, const Poly&);
+template void PolyCompressEncode<11>(uint8_t*, const Poly&);
+template void PolyDecodeDecompress<4>(Poly&, const uint8_t*);
+template void PolyDecodeDecompress<5>(Poly&, const uint8_t*);
+template void PolyDecodeDecompress<10>(Poly&, const uint8_t*);
+template void PolyDecodeDecompress<11>(Poly&, const uint8_t*);
+void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
+  UseAvx2Kernels() ? avx2::PolyFromMessage(a, m) : portable::PolyFromMessage(a, m);
+}
+void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
+  UseAvx2Kernels() ? avx2::PolyToMessage(m, a) : portable::PolyToMessage(m, a);
+}
+
 // ---- Sampling ---------------------------------------------------------------------------------
+
+// On avx2/avx512, four SHAKE128 (SampleNTT) or SHAKE256 (PRF) streams run side by side on
+// KeccakMulti<4> (x4 YMM); the portable backend runs one sponge at a time. Identical output.
+constexpr size_t kLanes = 4;
 
 void SampleNttMany(const XofSeed* seeds, Poly* out, size_t n) {
   constexpr size_t kRate = Shake128::kRateBytes;
   // Three blocks hold 336 candidates (about 273 accepted on average), nearly always enough; when
-  // they are not, further blocks are squeezed one at a time.
+  // they are not, all lanes squeeze one more block in lockstep (finished lanes ignore it).
   constexpr size_t kFirstBlocks = 3;
-  alignas(8) uint8_t buf[kFirstBlocks * kRate];
   static_assert(kRate % 3 == 0);
-  for (size_t t = 0; t < n; ++t) {
-    // ρ is public (it is part of ek), so are the XOF outputs and the rejection decisions.
-    CtPublic(seeds[t].data(), seeds[t].size());
-    Shake128 xof;
-    xof.Absorb(Bytes(seeds[t].data(), seeds[t].size()));
-    xof.Finalize();
-    xof.SqueezeBlocks(buf, kFirstBlocks);
-    int ctr = RejectUniform(out[t].c, kN, buf, sizeof(buf));
-    while (ctr < kN) {
-      xof.SqueezeBlocks(buf, 1);
-      ctr += RejectUniform(out[t].c + ctr, kN - ctr, buf, kRate);
+  const bool avx2 = UseAvx2Kernels();
+  if (!avx2) {
+    // Portable backend: one sponge at a time (same output; KeccakMulti's portable path would only
+    // add the cost of interleaving the states).
+    alignas(8) uint8_t one[kFirstBlocks * kRate];
+    for (size_t t = 0; t < n; ++t) {
+      CtPublic(seeds[t].data(), seeds[t].size());
+      Shake128 xof;
+      xof.Absorb(Bytes(seeds[t].data(), seeds[t].size()));
+      xof.Finalize();
+      xof.SqueezeBlocks(one, kFirstBlocks);
+      int ctr = portable::RejectUniform(out[t].c, kN, one, sizeof(one));
+      while (ctr < kN) {
+        xof.SqueezeBlocks(one, 1);
+        ctr += portable::RejectUniform(out[t].c + ctr, kN - ctr, one, kRate);
+      }
+    }
+    return;
+  }
+  // 32 bytes of padding: the AVX2 rejection kernel reads up to 8 bytes past the data.
+  alignas(32) uint8_t buf[kLanes][kFirstBlocks * kRate + 32];
+  for (auto& b : buf) std::memset(b + kFirstBlocks * kRate, 0, 32);
+  for (size_t t0 = 0; t0 < n; t0 += kLanes) {
+    const size_t lanes = std::min(kLanes, n - t0);
+    const uint8_t* in[kLanes] = {};
+    uint8_t* outs[kLanes] = {};
+    int ctr[kLanes] = {};
+    for (size_t j = 0; j < lanes; ++j) {
+      // ρ is public (it is part of ek), so are the XOF outputs and the rejection decisions.
+      CtPublic(seeds[t0 + j].data(), seeds[t0 + j].size());
+      in[j] = seeds[t0 + j].data();
+      outs[j] = buf[j];
+    }
+    KeccakMulti<kLanes> xof(kRate, 0x1f);
+    xof.AbsorbOnce(in, std::tuple_size_v<XofSeed>);
+    xof.SqueezeBlocks(outs, kFirstBlocks);
+    size_t len = kFirstBlocks * kRate;
+    for (;;) {
+      bool done = true;
+      for (size_t j = 0; j < lanes; ++j) {
+        int16_t* c = out[t0 + j].c;
+        if (ctr[j] < kN) {
+          ctr[j] += avx2::RejectUniform(c + ctr[j], kN - ctr[j], buf[j], len);
+        }
+        done = done && ctr[j] == kN;
+      }
+      if (done) break;
+      xof.SqueezeBlocks(outs, 1);
+      len = kRate;
     }
   }
 }
 
 void SampleCbdMany(int eta, const uint8_t seed[kSymBytes], uint8_t nonce0, Poly* out, size_t n) {
-  alignas(8) uint8_t buf[64 * 3];
-  uint8_t input[kSymBytes + 1];
-  std::memcpy(input, seed, kSymBytes);
-  Shake256 prf;
-  for (size_t t = 0; t < n; ++t) {
-    // PRF_eta(s, b) = SHAKE256(s || b, 64·eta) (§4.1, eq. 4.3).
-    input[kSymBytes] = static_cast<uint8_t>(nonce0 + t);
-    prf.Reset();
-    prf.Absorb(Bytes(input, sizeof(input)));
-    if (eta == 2) {
-      prf.Squeeze(MutBytes(buf, 128));
-      Cbd2(out[t], buf);
-    } else {
-      prf.Squeeze(MutBytes(buf, 192));
-      Cbd3(out[t], buf);
+  const bool avx2 = UseAvx2Kernels();
+  const size_t bytes = 64 * static_cast<size_t>(eta);
+  if (!avx2) {
+    // Portable backend: one sponge at a time (same output, see SampleNttMany).
+    alignas(8) uint8_t one[64 * 3];
+    uint8_t input[kSymBytes + 1];
+    std::memcpy(input, seed, kSymBytes);
+    Shake256 prf;
+    for (size_t t = 0; t < n; ++t) {
+      input[kSymBytes] = static_cast<uint8_t>(nonce0 + t);
+      prf.Reset();
+      prf.Absorb(Bytes(input, sizeof(input)));
+      prf.Squeeze(MutBytes(one, bytes));
+      portable::Cbd(eta, out[t], one);
+    }
+    SecureZero(one, sizeof(one));
+    SecureZero(input, sizeof(input));
+    return;
+  }
+  // 8 bytes of padding read (never used) by the AVX2 CBD kernel.
+  alignas(32) uint8_t buf[kLanes][64 * 3 + 32] = {};
+  uint8_t nonces[kLanes];
+  for (size_t t0 = 0; t0 < n; t0 += kLanes) {
+    const size_t lanes = std::min(kLanes, n - t0);
+    const uint8_t* in[kLanes] = {};
+    const uint8_t* tail[kLanes] = {};
+    uint8_t* outs[kLanes] = {};
+    for (size_t j = 0; j < lanes; ++j) {
+      // PRF_eta(s, b) = SHAKE256(s || b, 64·eta) (§4.1, eq. 4.3).
+      nonces[j] = static_cast<uint8_t>(nonce0 + t0 + j);
+      in[j] = seed;
+      tail[j] = &nonces[j];
+      outs[j] = buf[j];
+    }
+    KeccakMulti<kLanes> prf(Shake256::kRateBytes, 0x1f);
+    prf.AbsorbOnce2(in, kSymBytes, tail, 1);
+    prf.Squeeze(outs, bytes);
+    for (size_t j = 0; j < lanes; ++j) {
+      avx2::Cbd(eta, out[t0 + j], buf[j]);
     }
   }
   SecureZero(buf, sizeof(buf));
-  SecureZero(input, sizeof(input));
 }
 
 }  // namespace pqcd::kernels::mlkem

@@ -1,0 +1,318 @@
+// Differential tests: every AVX2 ML-KEM kernel (mlkem/poly_backend.h) against the portable kernel
+// on edge inputs (zeros, extremes of the documented input bounds) and 10,000 random inputs each.
+// The AVX2 kernels perform the same reductions, so results must be bit-identical; a failure
+// prints the first differing index. Skipped where the CPU lacks AVX2.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "mlkem/poly_backend.h"
+#include "pqcd/kernels/isa.h"
+
+namespace pqcd::kernels::mlkem {
+namespace {
+
+constexpr int kRandomInputs = 10000;
+
+class MlKemAvx2Test : public ::testing::Test {
+ public:
+  void SetUp() override {
+    if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "AVX2 not supported on this CPU";
+  }
+  std::mt19937_64 rng_{0x6d6c6b656d};
+  int16_t Uniform(int lo, int hi) {  // [lo, hi]
+    return static_cast<int16_t>(std::uniform_int_distribution<int>(lo, hi)(rng_));
+  }
+  void Fill(Poly& p, int lo, int hi) {
+    for (int16_t& c : p.c) c = Uniform(lo, hi);
+  }
+  void FillBytes(uint8_t* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng_());
+  }
+  // Edge polynomials for inputs in [lo, hi].
+  std::vector<Poly> Edges(int lo, int hi) {
+    std::vector<Poly> e(5);
+    for (int i = 0; i < kN; ++i) {
+      e[0].c[i] = 0;
+      e[1].c[i] = static_cast<int16_t>(hi);
+      e[2].c[i] = static_cast<int16_t>(lo);
+      e[3].c[i] = static_cast<int16_t>(i % 2 ? hi : lo);
+      e[4].c[i] = static_cast<int16_t>(i % 3 == 0 ? hi : i % 3 == 1 ? lo : 0);
+    }
+    return e;
+  }
+};
+
+// Returns true if equal; otherwise reports the first differing index.
+template <class T>
+bool Same(const T* want, const T* got, size_t n, const char* what, int input) {
+  for (size_t i = 0; i < n; ++i) {
+    if (want[i] != got[i]) {
+      ADD_FAILURE() << what << ": input #" << input << " first difference at index " << i
+                    << ": portable " << +want[i] << ", avx2 " << +got[i];
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs an in-place unary kernel on edge + random inputs in [lo, hi].
+void CheckUnary(MlKemAvx2Test* t, const char* what, int lo, int hi, void (*ref)(Poly&),
+                void (*simd)(Poly&)) {
+  std::vector<Poly> inputs = t->Edges(lo, hi);
+  for (int n = 0; n < static_cast<int>(inputs.size()) + kRandomInputs; ++n) {
+    Poly in;
+    if (n < static_cast<int>(inputs.size())) {
+      in = inputs[n];
+    } else {
+      t->Fill(in, lo, hi);
+    }
+    Poly a = in, b = in;
+    ref(a);
+    simd(b);
+    if (!Same(a.c, b.c, kN, what, n)) return;
+  }
+}
+
+TEST_F(MlKemAvx2Test, NttAndInverse) {
+  CheckUnary(this, "PolyNtt", -(kQ - 1), kQ - 1, portable::PolyNtt, avx2::PolyNtt);
+  CheckUnary(this, "PolyInvNttTimesR", -(kQ - 1), kQ - 1, portable::PolyInvNttTimesR,
+             avx2::PolyInvNttTimesR);
+}
+
+TEST_F(MlKemAvx2Test, Reductions) {
+  CheckUnary(this, "PolyToMont", -32768, 32767, portable::PolyToMont, avx2::PolyToMont);
+  CheckUnary(this, "PolyReduceCanonical", -32768, 32767, portable::PolyReduceCanonical,
+             avx2::PolyReduceCanonical);
+  // Every int16 through the Barrett + conditional add and the Montgomery multiplication.
+  for (int base = -32768; base < 32768; base += kN) {
+    Poly a, b;
+    for (int i = 0; i < kN; ++i) a.c[i] = static_cast<int16_t>(base + i);
+    b = a;
+    portable::PolyReduceCanonical(a);
+    avx2::PolyReduceCanonical(b);
+    ASSERT_TRUE(Same(a.c, b.c, kN, "PolyReduceCanonical exhaustive", base));
+    for (int i = 0; i < kN; ++i) a.c[i] = b.c[i] = static_cast<int16_t>(base + i);
+    portable::PolyToMont(a);
+    avx2::PolyToMont(b);
+    ASSERT_TRUE(Same(a.c, b.c, kN, "PolyToMont exhaustive", base));
+  }
+}
+
+TEST_F(MlKemAvx2Test, AddSub) {
+  for (int n = 0; n < kRandomInputs; ++n) {
+    Poly r, a;
+    Fill(r, -32768, 32767);
+    Fill(a, -32768, 32767);
+    Poly r1 = r, r2 = r;
+    portable::PolyAdd(r1, a);
+    avx2::PolyAdd(r2, a);
+    ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolyAdd", n));
+    r1 = r2 = r;
+    portable::PolySub(r1, a);
+    avx2::PolySub(r2, a);
+    ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolySub", n));
+  }
+}
+
+TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
+  const int lo = -(kQ - 1), hi = kQ - 1;
+  std::vector<Poly> edges = Edges(lo, hi);
+  for (int n = 0; n < kRandomInputs + 25; ++n) {
+    Poly a[4], b[4];
+    PolyMulCache cache[4];
+    for (int j = 0; j < 4; ++j) {
+      if (n < 25) {
+        a[j] = edges[n % 5];
+        b[j] = edges[(n / 5) % 5];
+      } else {
+        Fill(a[j], lo, hi);
+        Fill(b[j], lo, hi);
+      }
+      PolyMulCache c1, c2;
+      portable::PolyMulCacheCompute(c1, b[j]);
+      avx2::PolyMulCacheCompute(c2, b[j]);
+      ASSERT_TRUE(Same(c1.c, c2.c, kN / 2, "PolyMulCacheCompute", n));
+      cache[j] = c1;
+      // Extremes of the cache bound too (the contract allows any |cache| < q).
+      if (n >= 25 && n % 7 == 0) {
+        for (int16_t& c : cache[j].c) c = Uniform(0, 1) ? hi : lo;
+      }
+    }
+    const int k = 1 + n % 4;
+    Poly o1, o2;
+    portable::PolyBasemulAcc(o1, a, b, cache, k);
+    avx2::PolyBasemulAcc(o2, a, b, cache, k);
+    ASSERT_TRUE(Same(o1.c, o2.c, kN, "PolyBasemulAcc", n));
+  }
+}
+
+TEST_F(MlKemAvx2Test, Encode12Decode12) {
+  std::vector<Poly> edges = Edges(0, kQ - 1);
+  for (int n = 0; n < kRandomInputs + 5; ++n) {
+    Poly a;
+    if (n < 5) {
+      a = edges[n];
+    } else {
+      Fill(a, 0, kQ - 1);
+    }
+    uint8_t e1[kPolyBytes], e2[kPolyBytes];
+    portable::PolyEncode12(e1, a);
+    avx2::PolyEncode12(e2, a);
+    ASSERT_TRUE(Same(e1, e2, kPolyBytes, "PolyEncode12", n));
+    // Decode of arbitrary bytes (values up to 4095) and of valid encodings.
+    uint8_t in[kPolyBytes];
+    if (n % 2) {
+      FillBytes(in, sizeof(in));
+    } else {
+      std::memcpy(in, e1, sizeof(in));
+    }
+    if (n == 1) std::memset(in, 0xff, sizeof(in));
+    Poly d1, d2;
+    portable::PolyDecode12(d1, in);
+    avx2::PolyDecode12(d2, in);
+    ASSERT_TRUE(Same(d1.c, d2.c, kN, "PolyDecode12", n));
+    const bool ok1 = portable::DecodeEncapsKeyPoly(d1, in);
+    const bool ok2 = avx2::DecodeEncapsKeyPoly(d2, in);
+    ASSERT_EQ(ok1, ok2) << "DecodeEncapsKeyPoly verdict, input #" << n;
+    ASSERT_TRUE(Same(d1.c, d2.c, kN, "DecodeEncapsKeyPoly", n));
+  }
+  // A single out-of-range value at every position is caught.
+  for (int pos = 0; pos < kN; ++pos) {
+    Poly a;
+    Fill(a, 0, kQ - 1);
+    uint8_t in[kPolyBytes];
+    portable::PolyEncode12(in, a);
+    const int bit = 12 * pos;  // value `pos` := q
+    uint32_t v = kQ;
+    for (int b = 0; b < 12; ++b, v >>= 1) {
+      in[(bit + b) / 8] = static_cast<uint8_t>((in[(bit + b) / 8] & ~(1 << ((bit + b) % 8))) |
+                                               ((v & 1) << ((bit + b) % 8)));
+    }
+    Poly d;
+    ASSERT_FALSE(avx2::DecodeEncapsKeyPoly(d, in)) << "position " << pos;
+  }
+}
+
+TEST_F(MlKemAvx2Test, CompressDecompress) {
+  for (int d : {4, 5, 10, 11}) {
+    std::vector<Poly> edges = Edges(0, kQ - 1);
+    // Exhaustive over [0, q) first (13 polynomials), then edges and random.
+    for (int n = 0; n < 13 + 5 + kRandomInputs; ++n) {
+      Poly a;
+      if (n < 13) {
+        for (int i = 0; i < kN; ++i) a.c[i] = static_cast<int16_t>((n * kN + i) % kQ);
+      } else if (n < 18) {
+        a = edges[n - 13];
+      } else {
+        Fill(a, 0, kQ - 1);
+      }
+      uint8_t c1[32 * 11], c2[32 * 11];
+      portable::PolyCompressEncode(d, c1, a);
+      avx2::PolyCompressEncode(d, c2, a);
+      ASSERT_TRUE(Same(c1, c2, 32 * static_cast<size_t>(d), "PolyCompressEncode", n)) << " d=" << d;
+      uint8_t in[32 * 11];
+      FillBytes(in, sizeof(in));
+      if (n == 0) std::memset(in, 0xff, sizeof(in));
+      if (n == 1) std::memset(in, 0, sizeof(in));
+      Poly p1, p2;
+      portable::PolyDecodeDecompress(d, p1, in);
+      avx2::PolyDecodeDecompress(d, p2, in);
+      ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyDecodeDecompress", n)) << " d=" << d;
+    }
+  }
+}
+
+TEST_F(MlKemAvx2Test, Message) {
+  for (int n = 0; n < 13 + kRandomInputs; ++n) {
+    Poly a;
+    if (n < 13) {
+      for (int i = 0; i < kN; ++i) a.c[i] = static_cast<int16_t>((n * kN + i) % kQ);
+    } else {
+      Fill(a, 0, kQ - 1);
+    }
+    uint8_t m1[kSymBytes], m2[kSymBytes];
+    portable::PolyToMessage(m1, a);
+    avx2::PolyToMessage(m2, a);
+    ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolyToMessage", n));
+    FillBytes(m1, sizeof(m1));
+    if (n == 0) std::memset(m1, 0xff, sizeof(m1));
+    Poly p1, p2;
+    portable::PolyFromMessage(p1, m1);
+    avx2::PolyFromMessage(p2, m1);
+    ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyFromMessage", n));
+  }
+}
+
+TEST_F(MlKemAvx2Test, RejectUniform) {
+  alignas(32) uint8_t buf[3 * 168 + 32] = {};
+  for (int n = 0; n < kRandomInputs; ++n) {
+    const size_t len = n % 3 == 0 ? 168 : 3 * 168;
+    FillBytes(buf, len);
+    // Bias some inputs toward values >= q (more rejections) and exact boundary values.
+    if (n % 5 == 0) {
+      for (size_t i = 1; i < len; i += 3) buf[i] |= 0xd0;
+    }
+    if (n == 1) {  // 12-bit values q-1 and q alternating
+      for (size_t i = 0; i + 3 <= len; i += 3) {
+        const uint32_t v = (kQ - 1) | (uint32_t{kQ} << 12);
+        buf[i] = static_cast<uint8_t>(v);
+        buf[i + 1] = static_cast<uint8_t>(v >> 8);
+        buf[i + 2] = static_cast<uint8_t>(v >> 16);
+      }
+    }
+    const int wanted = n < 256 ? 1 + n : 1 + static_cast<int>(rng_() % kN);
+    int16_t o1[kN], o2[kN];
+    const int c1 = portable::RejectUniform(o1, wanted, buf, len);
+    const int c2 = avx2::RejectUniform(o2, wanted, buf, len);
+    ASSERT_EQ(c1, c2) << "RejectUniform count, input #" << n << " wanted " << wanted;
+    ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform", n));
+  }
+}
+
+TEST_F(MlKemAvx2Test, Cbd) {
+  alignas(32) uint8_t buf[192 + 32] = {};
+  for (int eta : {2, 3}) {
+    for (int n = 0; n < kRandomInputs + 2; ++n) {
+      FillBytes(buf, 64 * static_cast<size_t>(eta));
+      if (n == 0) std::memset(buf, 0xff, 192);
+      if (n == 1) std::memset(buf, 0, 192);
+      Poly p1, p2;
+      portable::Cbd(eta, p1, buf);
+      avx2::Cbd(eta, p2, buf);
+      ASSERT_TRUE(Same(p1.c, p2.c, kN, "Cbd", n)) << " eta=" << eta;
+    }
+  }
+}
+
+// The multi-lane samplers give the same polynomials on every backend, for any count.
+TEST_F(MlKemAvx2Test, SamplersAgreeAcrossBackends) {
+  const Isa saved = ActiveIsa();
+  for (size_t n = 1; n <= 9; ++n) {
+    std::vector<XofSeed> seeds(n);
+    for (auto& s : seeds) FillBytes(s.data(), s.size());
+    uint8_t sigma[kSymBytes];
+    FillBytes(sigma, sizeof(sigma));
+    std::vector<Poly> a1(n), a2(n), c1(n), c2(n);
+    for (int eta : {2, 3}) {
+      ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+      SampleNttMany(seeds.data(), a1.data(), n);
+      SampleCbdMany(eta, sigma, static_cast<uint8_t>(n), c1.data(), n);
+      ASSERT_TRUE(SetActiveIsa(Isa::kAvx2).ok());
+      SampleNttMany(seeds.data(), a2.data(), n);
+      SampleCbdMany(eta, sigma, static_cast<uint8_t>(n), c2.data(), n);
+      for (size_t t = 0; t < n; ++t) {
+        ASSERT_TRUE(Same(a1[t].c, a2[t].c, kN, "SampleNttMany", static_cast<int>(t)));
+        ASSERT_TRUE(Same(c1[t].c, c2[t].c, kN, "SampleCbdMany", static_cast<int>(t)));
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+}  // namespace
+}  // namespace pqcd::kernels::mlkem
