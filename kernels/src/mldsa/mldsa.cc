@@ -12,13 +12,16 @@
 //  * Every secret temporary lives in a stack struct that is wiped on every return path.
 #include "pqcd/kernels/mldsa.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
 #include <type_traits>
 
+#include "keccak/keccak_multi.h"
 #include "mldsa/poly.h"
 #include "mldsa/sample.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
@@ -156,6 +159,100 @@ void ComputeMuInternal(const uint8_t tr[64], Bytes mprime, uint8_t mu[64]) {
   h.Squeeze(MutBytes(mu, 64));
 }
 
+// ---- Hashing several requests side by side (batch entry points) --------------------------------
+
+// Batches are processed in chunks of this many requests (bounded stack, no heap).
+constexpr size_t kChunk = 16;
+
+// One SHAKE256 evaluation H(in || tail, out_len) of a batch.
+struct HashJob {
+  const uint8_t* in = nullptr;
+  size_t len = 0;
+  const uint8_t* tail = nullptr;
+  size_t tail_len = 0;
+  uint8_t* out = nullptr;
+};
+
+// Runs n <= kChunk jobs: jobs with equal (len, tail_len) share 4-lane sponges (KeccakMulti<4>);
+// a job without a partner, and every job on the portable backend, uses one sponge. Each output
+// equals the single-sponge result.
+void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
+  bool done[kChunk] = {};
+  const bool lanes = ActiveIsa() != Isa::kPortable;
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i]) continue;
+    size_t group[4];
+    size_t used = 0;
+    for (size_t j = i; j < n && used < (lanes ? 4u : 1u); ++j) {
+      if (!done[j] && jobs[j].len == jobs[i].len && jobs[j].tail_len == jobs[i].tail_len) {
+        group[used++] = j;
+        done[j] = true;
+      }
+    }
+    if (used == 1) {
+      const HashJob& job = jobs[i];
+      Shake256 h;
+      h.Absorb(Bytes(job.in, job.len));
+      if (job.tail_len != 0) h.Absorb(Bytes(job.tail, job.tail_len));
+      h.Squeeze(MutBytes(job.out, out_len));
+      continue;
+    }
+    const uint8_t* in[4] = {};
+    const uint8_t* tail[4] = {};
+    uint8_t* out[4] = {};
+    for (size_t k = 0; k < used; ++k) {
+      in[k] = jobs[group[k]].in;
+      tail[k] = jobs[group[k]].tail;
+      out[k] = jobs[group[k]].out;
+    }
+    KeccakMulti<4> x(Shake256::kRateBytes, 0x1f);
+    x.AbsorbOnce2(in, jobs[i].len, tail, jobs[i].tail_len);
+    x.Squeeze(out, out_len);
+  }
+}
+
+// M' split for lane hashing: mu = H(prefix || tail) with prefix = tr || header || context (copied
+// into `prefix`) and tail = the message itself (pure) or OID || PH(M) (copied into `ph_tail`).
+// Options must have passed CheckMessageOptions and must not be external mu.
+constexpr size_t kMuPrefixBytes = 64 + 2 + kMaxContextBytes;
+constexpr size_t kPhTailBytes = kOidBytes + 64;
+absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOptions& options,
+                       uint8_t* prefix, uint8_t* ph_tail, uint8_t mu[64], HashJob& job) {
+  std::memcpy(prefix, tr, 64);
+  prefix[64] = static_cast<uint8_t>(options.prehash == PreHash::kNone ? 0 : 1);
+  prefix[65] = static_cast<uint8_t>(options.context.size());
+  if (!options.context.empty()) {
+    std::memcpy(prefix + 66, options.context.data(), options.context.size());
+  }
+  job.in = prefix;
+  job.len = 66 + options.context.size();
+  job.out = mu;
+  if (options.prehash == PreHash::kNone) {
+    job.tail = message.data();
+    job.tail_len = message.size();
+    return absl::OkStatus();
+  }
+  const PreHashEntry* e = FindPreHash(options.prehash);
+  const size_t digest_len = HashDigestBytes(e->alg);
+  const auto oid = OidBytes(e->oid_last);
+  std::memcpy(ph_tail, oid.data(), kOidBytes);
+  if (absl::Status s = Hash(e->alg, message, MutBytes(ph_tail + kOidBytes, digest_len)); !s.ok()) {
+    return s;
+  }
+  job.tail = ph_tail;
+  job.tail_len = kOidBytes + digest_len;
+  return absl::OkStatus();
+}
+
+// Same key material: equal length and bytes (constant-time compare; only the verdict is revealed).
+bool SameBytes(Bytes a, Bytes b) {
+  if (a.size() != b.size()) return false;
+  if (a.data() == b.data()) return true;
+  uint8_t diff = CtCompare(a.data(), b.data(), a.size());
+  CtPublic(&diff, sizeof(diff));
+  return diff == 0;
+}
+
 // ---- The algorithm, templated on the parameter set ---------------------------------------------
 
 template <int K, int L>
@@ -253,18 +350,27 @@ struct Impl {
 
   // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, s1-hat, rho, K, tr) and, when
   // sk != nullptr, skEncode into sk; with want_signing_key also s2-hat and t0-hat.
+  static constexpr uint8_t kKL[2] = {static_cast<uint8_t>(K), static_cast<uint8_t>(L)};
+
   static void KeyGenCore(const uint8_t xi[32], uint8_t* pk, uint8_t* sk, SigningKey& key,
                          bool want_signing_key) {
+    // (rho, rho', K) = H(xi || k || l, 128)
+    uint8_t seeds[128];
+    ZeroOnExit wipe(seeds);
+    Shake256 h;
+    h.Absorb(Bytes(xi, 32));
+    h.Absorb(kKL);
+    h.Squeeze(seeds);
+    KeyGenFromSeeds(seeds, pk, sk, key, want_signing_key, /*compute_tr=*/true);
+  }
+
+  // KeyGen_internal from line 2 on, given (rho, rho', K). Without compute_tr, key.tr and the tr
+  // field of sk are left for the caller (a batch hashes several public keys side by side).
+  static void KeyGenFromSeeds(const uint8_t seeds[128], uint8_t* pk, uint8_t* sk, SigningKey& key,
+                              bool want_signing_key, bool compute_tr) {
     KeyGenScratch ws;
     ZeroOnExit wipe(ws);
-    // (rho, rho', K) = H(xi || k || l, 128)
-    {
-      Shake256 h;
-      h.Absorb(Bytes(xi, 32));
-      const uint8_t kl[2] = {static_cast<uint8_t>(K), static_cast<uint8_t>(L)};
-      h.Absorb(kl);
-      h.Squeeze(ws.seeds);
-    }
+    std::memcpy(ws.seeds, seeds, 128);
     const uint8_t* rho = ws.seeds;
     const uint8_t* rho_prime = ws.seeds + 32;
     std::memcpy(key.rho, rho, 32);
@@ -292,13 +398,13 @@ struct Impl {
     // pk = pkEncode(rho, t1) (Alg. 22); tr = H(pk, 64)
     std::memcpy(pk, rho, 32);
     for (int i = 0; i < K; ++i) mldsa::PackT1(pk + 32 + i * kT1Bytes, ws.t1[i]);
-    Shake256Digest(Bytes(pk, kPk), MutBytes(key.tr, 64));
+    if (compute_tr) Shake256Digest(Bytes(pk, kPk), MutBytes(key.tr, 64));
 
     if (sk != nullptr) {  // skEncode (Alg. 24)
       uint8_t* p = sk;
       std::memcpy(p, rho, 32);
       std::memcpy(p + 32, key.key, 32);
-      std::memcpy(p + 64, key.tr, 64);
+      if (compute_tr) std::memcpy(p + 64, key.tr, 64);
       p += 128;
       for (int j = 0; j < L; ++j, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s1[j]);
       for (int i = 0; i < K; ++i, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s2[i]);
@@ -370,16 +476,23 @@ struct Impl {
 
   static absl::Status SignWithKey(const SigningKey& key, const uint8_t mu[64],
                                   const uint8_t rnd[32], uint8_t* sig) {
+    // rho'' = H(K || rnd || mu, 64)
+    uint8_t rho_pp[64];
+    ZeroOnExit wipe(rho_pp);
+    Shake256 h;
+    h.Absorb(Bytes(key.key, 32));
+    h.Absorb(Bytes(rnd, 32));
+    h.Absorb(Bytes(mu, 64));
+    h.Squeeze(rho_pp);
+    return SignWithRhoPP(key, mu, rho_pp, sig);
+  }
+
+  // Alg. 7 from line 8 on, given rho''.
+  static absl::Status SignWithRhoPP(const SigningKey& key, const uint8_t mu[64],
+                                    const uint8_t rho_pp[64], uint8_t* sig) {
     SignScratch ws;
     ZeroOnExit wipe(ws);
-    // rho'' = H(K || rnd || mu, 64)
-    {
-      Shake256 h;
-      h.Absorb(Bytes(key.key, 32));
-      h.Absorb(Bytes(rnd, 32));
-      h.Absorb(Bytes(mu, 64));
-      h.Squeeze(ws.rho_pp);
-    }
+    std::memcpy(ws.rho_pp, rho_pp, 64);
     uint8_t* c_tilde = sig;
     for (int attempt = 0, kappa = 0; attempt < kMaxSignAttempts; ++attempt, kappa += L) {
       ExpandMask(ws.y, ws.rho_pp, kappa);  // (-gamma1, gamma1]
@@ -457,17 +570,38 @@ struct Impl {
 
   // ---- Verification (Alg. 8 from line 5 on) ----
 
-  struct alignas(64) VerifyScratch {
+  // The verifier's view of a public key: A-hat and NTT(t1 * 2^d), reused while consecutive
+  // requests of a batch use the same key (A-hat alone while only rho matches).
+  struct alignas(64) PublicKeyCache {
     Poly a[K][L];
-    PolyVec<L> z;
-    PolyVec<K> t1;
-    PolyVec<K> h;
-    PolyVec<K> w;
-    Poly c;
-    uint8_t w1_packed[K * kW1Bytes];
+    PolyVec<K> t1_hat;
+    uint8_t pk[kPk];
+    bool loaded = false;
   };
 
-  static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
+  static void LoadPublicKey(PublicKeyCache& cache, const uint8_t* pk) {
+    if (cache.loaded && std::memcmp(cache.pk, pk, kPk) == 0) return;  // public data
+    if (!cache.loaded || std::memcmp(cache.pk, pk, 32) != 0) ExpandA(cache.a, pk);
+    for (int i = 0; i < K; ++i) {
+      mldsa::UnpackT1(cache.t1_hat[i], pk + 32 + i * kT1Bytes);
+      mldsa::ShiftLeftD(cache.t1_hat[i]);  // [0, q)
+      mldsa::Ntt(cache.t1_hat[i]);
+    }
+    std::memcpy(cache.pk, pk, kPk);
+    cache.loaded = true;
+  }
+
+  struct alignas(64) VerifyScratch {
+    PolyVec<L> z;
+    PolyVec<K> h;
+    PolyVec<K> w;
+    Poly ct1;
+    Poly c;
+  };
+
+  // sigDecode, then w1' = UseHint(h, InvNTT(A-hat NTT(z) - NTT(c) NTT(t1 2^d))) packed into
+  // w1_packed. False when the signature is already known to be invalid (malformed hint, ||z||).
+  static bool VerifyW1(const PublicKeyCache& key, const uint8_t* sig, uint8_t* w1_packed) {
     VerifyScratch ws;
     // sigDecode (Alg. 27): a malformed hint means the signature is invalid.
     const uint8_t* c_tilde = sig;
@@ -479,31 +613,34 @@ struct Impl {
     }
     if (too_big != 0) return false;
 
-    ExpandA(ws.a, pk);
     mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
     mldsa::Ntt(ws.c);
     for (int j = 0; j < L; ++j) mldsa::Ntt(ws.z[j]);  // |z| < gamma1 < q
 
     for (int i = 0; i < K; ++i) {
-      // w'_approx = InvNTT(A-hat * NTT(z) - NTT(c) * NTT(t1 * 2^d)); w1' = UseHint(h, w'_approx)
-      mldsa::UnpackT1(ws.t1[i], pk + 32 + i * kT1Bytes);
-      mldsa::ShiftLeftD(ws.t1[i]);  // [0, q)
-      mldsa::Ntt(ws.t1[i]);
-      mldsa::PointwiseMontgomery(ws.t1[i], ws.c, ws.t1[i]);  // |.| < q
-      mldsa::PointwiseAccMontgomery(ws.w[i], ws.a[i], ws.z.data(), L);
-      mldsa::Sub(ws.w[i], ws.w[i], ws.t1[i]);  // |.| < 2q
+      mldsa::PointwiseMontgomery(ws.ct1, ws.c, key.t1_hat[i]);  // |.| < q
+      mldsa::PointwiseAccMontgomery(ws.w[i], key.a[i], ws.z.data(), L);
+      mldsa::Sub(ws.w[i], ws.w[i], ws.ct1);  // |.| < 2q
       mldsa::Reduce32(ws.w[i]);
       mldsa::InvNttToMont(ws.w[i]);
       mldsa::CAddQ(ws.w[i]);
       mldsa::UseHint<kGamma2>(ws.w[i], ws.w[i], ws.h[i]);
-      mldsa::PackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w[i]);
+      mldsa::PackW1<kGamma2>(w1_packed + i * kW1Bytes, ws.w[i]);
     }
+    return true;
+  }
+
+  static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
+    PublicKeyCache key;
+    uint8_t w1_packed[K * kW1Bytes];
+    LoadPublicKey(key, pk);
+    if (!VerifyW1(key, sig, w1_packed)) return false;
     uint8_t c_tilde2[kCTildeBytes];
     Shake256 h;
     h.Absorb(Bytes(mu, 64));
-    h.Absorb(ws.w1_packed);
+    h.Absorb(w1_packed);
     h.Squeeze(c_tilde2);
-    return std::memcmp(c_tilde, c_tilde2, kCTildeBytes) == 0;
+    return std::memcmp(sig, c_tilde2, kCTildeBytes) == 0;
   }
 
   static absl::Status CheckPk(Bytes pk) {
@@ -520,6 +657,237 @@ struct Impl {
                                             " (seed) or ", kSk, " bytes, got ", sk.size()));
     }
     return absl::OkStatus();
+  }
+
+  // ---- Batches: chunks of kChunk requests; per-request results equal the single operations ----
+
+  // KeyGen: (rho, rho', K) = H(xi || k || l) and tr = H(pk) of the chunk run side by side.
+  static void KeyGenBatch(std::span<DsaKeyGenItem> items, RandomSource& rng) {
+    struct alignas(64) Scratch {
+      SigningKey key;
+      uint8_t xi[kChunk][32];
+      uint8_t seeds[kChunk][128];
+    };
+    Scratch ws;
+    ZeroOnExit wipe(ws);
+    for (size_t base = 0; base < items.size(); base += kChunk) {
+      const size_t m = std::min(kChunk, items.size() - base);
+      DsaKeyGenItem* it = items.data() + base;
+      HashJob jobs[kChunk];
+      size_t live[kChunk];
+      size_t n = 0;
+      for (size_t i = 0; i < m; ++i) {  // the single path's checks and draws, in item order
+        DsaKeyGenItem& item = it[i];
+        item.status = CheckKeyGenItem(item);
+        if (item.status.ok() && item.seed.empty()) item.status = rng.Generate(ws.xi[i]);
+        if (!item.status.ok()) continue;
+        if (!item.seed.empty()) std::memcpy(ws.xi[i], item.seed.data(), 32);
+        jobs[n] = {ws.xi[i], 32, kKL, 2, ws.seeds[i]};
+        live[n++] = i;
+      }
+      RunShake256Jobs(jobs, n, 128);
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = live[k];
+        KeyGenFromSeeds(ws.seeds[i], it[i].pk.data(), it[i].sk.data(), ws.key,
+                        /*want_signing_key=*/false, /*compute_tr=*/false);
+        jobs[k] = {it[i].pk.data(), kPk, nullptr, 0, it[i].sk.data() + 64};  // tr into sk
+      }
+      RunShake256Jobs(jobs, n, 64);
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = live[k];
+        if (it[i].seed.empty() && !it[i].seed_out.empty()) {
+          std::memcpy(it[i].seed_out.data(), ws.xi[i], 32);
+        }
+      }
+    }
+  }
+
+  // The checks of KeyGenFromSeed (seed given) or KeyGen (fresh seed), in their order.
+  static absl::Status CheckKeyGenItem(const DsaKeyGenItem& item) {
+    if (!item.seed.empty() && item.seed.size() != Api::kSeedBytes) {
+      return LengthError(kName, "seed", Api::kSeedBytes, item.seed.size());
+    }
+    if (item.pk.size() != kPk) return LengthError(kName, "public key buffer", kPk, item.pk.size());
+    if (item.sk.size() != kSk) return LengthError(kName, "private key buffer", kSk, item.sk.size());
+    if (item.seed.empty() && !item.seed_out.empty() && item.seed_out.size() != Api::kSeedBytes) {
+      return LengthError(kName, "seed output", Api::kSeedBytes, item.seed_out.size());
+    }
+    return absl::OkStatus();
+  }
+
+  // Sign: mu = H(tr || M') and rho'' = H(K || rnd || mu) side by side for expanded private keys
+  // (a seed-form key yields tr and K only after its key generation: those hash alone); the key is
+  // decoded once per run of requests with the same private key (requests are grouped by key
+  // within a chunk; randomness is still drawn in item order).
+  static void SignBatch(std::span<DsaSignItem> items, RandomSource& rng) {
+    struct alignas(64) Scratch {
+      SigningKey key;
+      uint8_t rnd[kChunk][32];
+      uint8_t prefix[kChunk][kMuPrefixBytes];
+      uint8_t ph_tail[kChunk][kPhTailBytes];
+      uint8_t mu[kChunk][64];
+      uint8_t krm[kChunk][128];  // K || rnd || mu
+      uint8_t rho_pp[kChunk][64];
+    };
+    Scratch ws;
+    ZeroOnExit wipe(ws);
+    for (size_t base = 0; base < items.size(); base += kChunk) {
+      const size_t m = std::min(kChunk, items.size() - base);
+      DsaSignItem* it = items.data() + base;
+      bool live[kChunk] = {}, hashed[kChunk] = {}, done[kChunk] = {};
+      absl::Status mu_status[kChunk];
+      HashJob jobs[kChunk];
+      size_t n = 0;
+      for (size_t i = 0; i < m; ++i) {  // Sign()'s checks and randomness, in item order
+        DsaSignItem& item = it[i];
+        item.status = CheckSignItem(item);
+        if (item.status.ok()) item.status = DrawRnd(item.options, rng, ws.rnd[i]);
+        live[i] = item.status.ok();
+        if (!live[i] || item.sk.size() != kSk) continue;
+        hashed[i] = true;
+        if (item.options.external_mu) {
+          std::memcpy(ws.mu[i], item.message.data(), 64);
+          continue;
+        }
+        mu_status[i] = MakeMuJob(item.sk.data() + 64, item.message, item.options, ws.prefix[i],
+                                 ws.ph_tail[i], ws.mu[i], jobs[n]);
+        if (mu_status[i].ok()) ++n;
+      }
+      RunShake256Jobs(jobs, n, 64);
+      n = 0;
+      for (size_t i = 0; i < m; ++i) {
+        if (!hashed[i] || !mu_status[i].ok()) continue;
+        std::memcpy(ws.krm[i], it[i].sk.data() + 32, 32);
+        std::memcpy(ws.krm[i] + 32, ws.rnd[i], 32);
+        std::memcpy(ws.krm[i] + 64, ws.mu[i], 64);
+        jobs[n++] = {ws.krm[i], 128, nullptr, 0, ws.rho_pp[i]};
+      }
+      RunShake256Jobs(jobs, n, 64);
+
+      for (size_t lead = 0; lead < m; ++lead) {
+        if (!live[lead] || done[lead]) continue;
+        const absl::Status load = LoadSigningKey(it[lead].sk, ws.key);
+        for (size_t i = lead; i < m; ++i) {
+          if (!live[i] || done[i] || !SameBytes(it[lead].sk, it[i].sk)) continue;
+          done[i] = true;
+          DsaSignItem& item = it[i];
+          if (!load.ok()) {
+            item.status = load;
+          } else if (hashed[i]) {
+            item.status = mu_status[i].ok()
+                              ? SignWithRhoPP(ws.key, ws.mu[i], ws.rho_pp[i], item.sig.data())
+                              : mu_status[i];
+          } else {
+            item.status = ComputeMuFromTr(ws.key.tr, item.message, item.options, ws.mu[i]);
+            if (item.status.ok()) {
+              item.status = SignWithKey(ws.key, ws.mu[i], ws.rnd[i], item.sig.data());
+            }
+          }
+        }
+      }
+    }
+  }
+
+  static absl::Status CheckSignItem(const DsaSignItem& item) {
+    if (absl::Status s = CheckSkLength(item.sk); !s.ok()) return s;
+    if (absl::Status s = CheckSigBuffer(item.sig); !s.ok()) return s;
+    if (absl::Status s = CheckMessageOptions(kName, item.message, item.options); !s.ok()) return s;
+    if (!item.options.rnd.empty() && item.options.rnd.size() != Api::kRndBytes) {
+      return LengthError(kName, "rnd", Api::kRndBytes, item.options.rnd.size());
+    }
+    return absl::OkStatus();
+  }
+
+  // rnd per options: explicit, 0^32 (deterministic) or fresh.
+  static absl::Status DrawRnd(const DsaSignOptions& options, RandomSource& rng, uint8_t rnd[32]) {
+    std::memset(rnd, 0, 32);
+    if (!options.rnd.empty()) {
+      std::memcpy(rnd, options.rnd.data(), 32);
+    } else if (!options.deterministic) {
+      return rng.Generate(MutBytes(rnd, 32));
+    }
+    return absl::OkStatus();
+  }
+
+  // Verify: tr = H(pk) once per distinct public key of the chunk and side by side, mu = H(tr ||
+  // M') and c~' = H(mu || w1Encode(w1')) side by side; A-hat and NTT(t1) once per run of equal
+  // keys (requests grouped by key within a chunk, the last key carried to the next chunk).
+  static void VerifyBatch(std::span<DsaVerifyItem> items) {
+    struct alignas(64) Scratch {
+      PublicKeyCache key;
+      uint8_t tr[kChunk][64];
+      uint8_t prefix[kChunk][kMuPrefixBytes];
+      uint8_t ph_tail[kChunk][kPhTailBytes];
+      uint8_t mu[kChunk][64];
+      uint8_t w1_packed[kChunk][K * kW1Bytes];
+      uint8_t c_tilde[kChunk][kCTildeBytes];
+    };
+    Scratch ws;
+    for (size_t base = 0; base < items.size(); base += kChunk) {
+      const size_t m = std::min(kChunk, items.size() - base);
+      DsaVerifyItem* it = items.data() + base;
+      bool live[kChunk] = {}, done[kChunk] = {};
+      size_t tr_from[kChunk];
+      HashJob jobs[kChunk];
+      size_t n = 0;
+      for (size_t i = 0; i < m; ++i) {
+        DsaVerifyItem& item = it[i];
+        item.valid = false;
+        item.status = CheckPk(item.pk);
+        if (item.status.ok()) item.status = CheckMessageOptions(kName, item.message, item.options);
+        live[i] = item.status.ok() && item.sig.size() == kSig;  // wrong length: just invalid
+        if (!live[i] || item.options.external_mu) continue;
+        tr_from[i] = i;
+        for (size_t j = 0; j < i; ++j) {
+          if (live[j] && !it[j].options.external_mu && tr_from[j] == j &&
+              std::memcmp(it[j].pk.data(), item.pk.data(), kPk) == 0) {
+            tr_from[i] = j;
+            break;
+          }
+        }
+        if (tr_from[i] == i) jobs[n++] = {item.pk.data(), kPk, nullptr, 0, ws.tr[i]};
+      }
+      RunShake256Jobs(jobs, n, 64);
+      n = 0;
+      for (size_t i = 0; i < m; ++i) {
+        if (!live[i]) continue;
+        DsaVerifyItem& item = it[i];
+        if (item.options.external_mu) {
+          std::memcpy(ws.mu[i], item.message.data(), 64);
+          continue;
+        }
+        item.status = MakeMuJob(ws.tr[tr_from[i]], item.message, item.options, ws.prefix[i],
+                                ws.ph_tail[i], ws.mu[i], jobs[n]);
+        live[i] = item.status.ok();
+        if (live[i]) ++n;
+      }
+      RunShake256Jobs(jobs, n, 64);
+
+      // Polynomial part, grouped by public key (the current cache entry first).
+      for (size_t pass = 0; pass < 2; ++pass) {
+        for (size_t lead = 0; lead < m; ++lead) {
+          if (!live[lead] || done[lead]) continue;
+          if (pass == 0 &&
+              !(ws.key.loaded && std::memcmp(ws.key.pk, it[lead].pk.data(), kPk) == 0)) {
+            continue;
+          }
+          LoadPublicKey(ws.key, it[lead].pk.data());
+          for (size_t i = lead; i < m; ++i) {
+            if (!live[i] || done[i] || std::memcmp(ws.key.pk, it[i].pk.data(), kPk) != 0) continue;
+            done[i] = true;
+            live[i] = VerifyW1(ws.key, it[i].sig.data(), ws.w1_packed[i]);
+          }
+        }
+      }
+      n = 0;
+      for (size_t i = 0; i < m; ++i) {
+        if (live[i]) jobs[n++] = {ws.mu[i], 64, ws.w1_packed[i], K * kW1Bytes, ws.c_tilde[i]};
+      }
+      RunShake256Jobs(jobs, n, kCTildeBytes);
+      for (size_t i = 0; i < m; ++i) {
+        if (live[i]) it[i].valid = std::memcmp(it[i].sig.data(), ws.c_tilde[i], kCTildeBytes) == 0;
+      }
+    }
   }
 
   // Loads the key, derives mu with `make_mu(tr, mu)` and signs with rnd.
@@ -703,26 +1071,17 @@ absl::Status MlDsa<K, L>::ComputeMu(Bytes pk, Bytes message, const DsaMessageOpt
 
 template <int K, int L>
 void MlDsa<K, L>::KeyGenBatch(std::span<DsaKeyGenItem> items, RandomSource& rng) {
-  for (DsaKeyGenItem& item : items) {
-    item.status = item.seed.empty() ? KeyGen(item.pk, item.sk, rng, item.seed_out)
-                                    : KeyGenFromSeed(item.seed, item.pk, item.sk);
-  }
+  Impl<K, L>::KeyGenBatch(items, rng);
 }
 
 template <int K, int L>
 void MlDsa<K, L>::SignBatch(std::span<DsaSignItem> items, RandomSource& rng) {
-  for (DsaSignItem& item : items) {
-    item.status = Sign(item.sk, item.message, item.options, item.sig, rng);
-  }
+  Impl<K, L>::SignBatch(items, rng);
 }
 
 template <int K, int L>
 void MlDsa<K, L>::VerifyBatch(std::span<DsaVerifyItem> items) {
-  for (DsaVerifyItem& item : items) {
-    absl::StatusOr<bool> r = Verify(item.pk, item.message, item.sig, item.options);
-    item.status = r.status();
-    item.valid = r.ok() && *r;
-  }
+  Impl<K, L>::VerifyBatch(items);
 }
 
 template class MlDsa<4, 4>;

@@ -1,9 +1,12 @@
-// Portable ML-DSA polynomial kernels (see poly.h for the per-function bound contracts).
+// ML-DSA polynomial kernels (see poly.h for the per-function bound contracts): the portable
+// reference, dispatching to the byte-identical AVX2 kernels (avx2/) when the active ISA allows.
 #include "mldsa/poly.h"
 
 #include <cstring>
 
+#include "mldsa/avx2/mldsa_avx2.h"
 #include "pqcd/kernels/common.h"
+#include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
@@ -122,6 +125,11 @@ inline void UnpackCoeffs(Poly& a, const uint8_t* in, Map map) {
   }
 }
 
+// The AVX2 kernels serve both kAvx2 and kAvx512 (no AVX-512 arithmetic kernels: see simd.md).
+inline bool UseAvx2() {
+  return ActiveIsa() != Isa::kPortable;
+}
+
 template <int Eta>
 inline constexpr int kEtaBits = Eta == 2 ? 3 : 4;
 
@@ -130,6 +138,7 @@ inline constexpr int kEtaBits = Eta == 2 ? 3 : 4;
 // ---- Arithmetic ------------------------------------------------------------------------------
 
 void Ntt(Poly& p) {
+  if (UseAvx2()) return avx2::Ntt(p);
   int32_t* a = p.coeffs;
   int k = 0;
   // Cooley-Tukey butterflies; each layer adds at most q to the bound (|t| < q).
@@ -146,6 +155,7 @@ void Ntt(Poly& p) {
 }
 
 void InvNttToMont(Poly& p) {
+  if (UseAvx2()) return avx2::InvNttToMont(p);
   int32_t* a = p.coeffs;
   int k = kN;
   // Gentleman-Sande butterflies. The sums double per layer: after 8 layers |a_j| <= 256 q < 2^31.
@@ -164,12 +174,14 @@ void InvNttToMont(Poly& p) {
 }
 
 void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b) {
+  if (UseAvx2()) return avx2::PointwiseMontgomery(c, a, b);
   for (int i = 0; i < kN; ++i) {
     c.coeffs[i] = MontgomeryReduce(static_cast<int64_t>(a.coeffs[i]) * b.coeffs[i]);
   }
 }
 
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
+  if (UseAvx2()) return avx2::PointwiseAccMontgomery(c, a, b, n);
   alignas(64) int64_t acc[kN];
   for (int i = 0; i < kN; ++i) acc[i] = static_cast<int64_t>(a[0].coeffs[i]) * b[0].coeffs[i];
   for (int j = 1; j < n; ++j) {
@@ -179,28 +191,34 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
 }
 
 void Reduce32(Poly& a) {
+  if (UseAvx2()) return avx2::Reduce32(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] = Reduce32Coeff(a.coeffs[i]);
 }
 
 void CAddQ(Poly& a) {
+  if (UseAvx2()) return avx2::CAddQ(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] = CAddQCoeff(a.coeffs[i]);
 }
 
 void Add(Poly& c, const Poly& a, const Poly& b) {
+  if (UseAvx2()) return avx2::Add(c, a, b);
   for (int i = 0; i < kN; ++i) c.coeffs[i] = a.coeffs[i] + b.coeffs[i];
 }
 
 void Sub(Poly& c, const Poly& a, const Poly& b) {
+  if (UseAvx2()) return avx2::Sub(c, a, b);
   for (int i = 0; i < kN; ++i) c.coeffs[i] = a.coeffs[i] - b.coeffs[i];
 }
 
 void ShiftLeftD(Poly& a) {
+  if (UseAvx2()) return avx2::ShiftLeftD(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] <<= kD;
 }
 
 // ---- Rounding --------------------------------------------------------------------------------
 
 void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
+  if (UseAvx2()) return avx2::Power2Round(t1, t0, t);
   for (int i = 0; i < kN; ++i) {
     const int32_t a = t.coeffs[i];
     // t0 = a mod+- 2^13 in (-2^12, 2^12], so t1 = ceil((a - 2^12) / 2^13) = (a + 2^12 - 1) >> 13.
@@ -212,6 +230,12 @@ void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
 
 template <int32_t Gamma2>
 void Decompose(Poly& r1, Poly& r0, const Poly& r) {
+  if (UseAvx2()) {
+    if constexpr (Gamma2 == (kQ - 1) / 88)
+      return avx2::DecomposeSmall(r1, r0, r);
+    else
+      return avx2::DecomposeLarge(r1, r0, r);
+  }
   for (int i = 0; i < kN; ++i) {
     int32_t hi, lo;
     DecomposeCoeff<Gamma2>(r.coeffs[i], hi, lo);
@@ -222,6 +246,12 @@ void Decompose(Poly& r1, Poly& r0, const Poly& r) {
 
 template <int32_t Gamma2>
 unsigned MakeHint(Poly& h, const Poly& a0, const Poly& a1) {
+  if (UseAvx2()) {
+    if constexpr (Gamma2 == (kQ - 1) / 88)
+      return avx2::MakeHintSmall(h, a0, a1);
+    else
+      return avx2::MakeHintLarge(h, a0, a1);
+  }
   unsigned count = 0;
   for (int i = 0; i < kN; ++i) {
     const int32_t lo = a0.coeffs[i];
@@ -238,6 +268,12 @@ unsigned MakeHint(Poly& h, const Poly& a0, const Poly& a1) {
 
 template <int32_t Gamma2>
 void UseHint(Poly& out, const Poly& r, const Poly& h) {
+  if (UseAvx2()) {
+    if constexpr (Gamma2 == (kQ - 1) / 88)
+      return avx2::UseHintSmall(out, r, h);
+    else
+      return avx2::UseHintLarge(out, r, h);
+  }
   constexpr int32_t kM = (kQ - 1) / (2 * Gamma2);
   for (int i = 0; i < kN; ++i) {
     int32_t hi, lo;
@@ -252,6 +288,7 @@ void UseHint(Poly& out, const Poly& r, const Poly& h) {
 }
 
 uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
+  if (UseAvx2()) return avx2::ExceedsNorm(a, bound);
   uint32_t bad = 0;
   for (int i = 0; i < kN; ++i) {
     const int32_t x = a.coeffs[i];
@@ -268,6 +305,7 @@ void PackT1(uint8_t out[320], const Poly& t1) {
   PackCoeffs<10>(out, t1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 void UnpackT1(Poly& t1, const uint8_t in[320]) {
+  if (UseAvx2()) return avx2::UnpackT1(t1, in);
   UnpackCoeffs<10>(t1, in, [](uint32_t v) { return static_cast<int32_t>(v); });
 }
 
@@ -300,6 +338,12 @@ void PackZ(uint8_t* out, const Poly& z) {
 }
 template <int Gamma1Bits>
 void UnpackZ(Poly& z, const uint8_t* in) {
+  if (UseAvx2()) {
+    if constexpr (Gamma1Bits == 17)
+      return avx2::UnpackZ17(z, in);
+    else
+      return avx2::UnpackZ19(z, in);
+  }
   UnpackCoeffs<Gamma1Bits + 1>(
       z, in, [](uint32_t v) { return (1 << Gamma1Bits) - static_cast<int32_t>(v); });
 }

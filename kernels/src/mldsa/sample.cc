@@ -1,19 +1,16 @@
-// Portable ML-DSA samplers (FIPS 204 §7.3), one Keccak state at a time.
+// ML-DSA samplers (FIPS 204 §7.3) on 4-lane Keccak (KeccakMulti<4>).
 #include "mldsa/sample.h"
 
 #include <cstring>
 
+#include "keccak/keccak_multi.h"
+#include "mldsa/avx2/mldsa_avx2.h"
 #include "pqcd/kernels/common.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
-
-// Appends nonce as IntegerToBytes(nonce, 2).
-inline void AbsorbNonce(KeccakSponge& xof, uint16_t nonce) {
-  const uint8_t bytes[2] = {static_cast<uint8_t>(nonce), static_cast<uint8_t>(nonce >> 8)};
-  xof.Absorb(bytes);
-}
 
 // Accepts 23-bit candidates below q from 3-byte groups (Alg. 30 with CoeffFromThreeBytes, Alg. 14).
 inline int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
@@ -56,22 +53,59 @@ inline int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
   return count;
 }
 
+// Lanes of 4 sponges at a time (KeccakMulti dispatches to AVX-512 / AVX2 / portable by itself);
+// unused lanes of the last group get null pointers. Output is identical to one stream per lane.
+constexpr size_t kLanes = 4;
+
+// Sets up the 4 sponges of group g: seed || IntegerToBytes(nonce_i, 2) for the lanes in use.
+template <size_t SeedBytes>
+inline size_t AbsorbGroup(KeccakMulti<kLanes>& xof, const uint8_t* seed, const uint16_t* nonces,
+                          size_t n, size_t g, uint8_t (&nonce_bytes)[kLanes][2]) {
+  const size_t used = n - g < kLanes ? n - g : kLanes;
+  const uint8_t* in[kLanes] = {};
+  const uint8_t* tail[kLanes] = {};
+  for (size_t j = 0; j < used; ++j) {
+    nonce_bytes[j][0] = static_cast<uint8_t>(nonces[g + j]);
+    nonce_bytes[j][1] = static_cast<uint8_t>(nonces[g + j] >> 8);
+    in[j] = seed;
+    tail[j] = nonce_bytes[j];
+  }
+  xof.Reset();
+  xof.AbsorbOnce2(in, SeedBytes, tail, 2);
+  return used;
+}
+
 }  // namespace
 
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n) {
   constexpr size_t kRate = Shake128::kRateBytes;
   constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
-  alignas(64) uint8_t buf[kFirstBlocks * kRate];
-  for (size_t i = 0; i < n; ++i) {
-    Shake128 xof;
-    xof.Absorb(Bytes(rho, 32));
-    AbsorbNonce(xof, nonces[i]);
-    xof.Finalize();
-    xof.SqueezeBlocks(buf, kFirstBlocks);
-    int count = RejectUniform(out[i]->coeffs, 0, buf, sizeof(buf));
-    while (count < kN) {
-      xof.SqueezeBlocks(buf, 1);
-      count = RejectUniform(out[i]->coeffs, count, buf, kRate);
+  alignas(64) uint8_t buf[kLanes][kFirstBlocks * kRate];
+  const bool avx2 = ActiveIsa() != Isa::kPortable;
+  auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
+    return avx2 ? avx2::RejectUniform(a, count, b, len) : RejectUniform(a, count, b, len);
+  };
+  KeccakMulti<kLanes> xof(kRate, 0x1f);
+  uint8_t nonce_bytes[kLanes][2];
+  for (size_t g = 0; g < n; g += kLanes) {
+    const size_t used = AbsorbGroup<32>(xof, rho, nonces, n, g, nonce_bytes);
+    uint8_t* outs[kLanes] = {};
+    for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
+    xof.SqueezeBlocks(outs, kFirstBlocks);
+    int count[kLanes] = {kN, kN, kN, kN};
+    bool more = false;
+    for (size_t j = 0; j < used; ++j) {
+      count[j] = reject(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
+      more |= count[j] < kN;
+    }
+    while (more) {
+      for (size_t j = 0; j < kLanes; ++j) outs[j] = count[j] < kN ? buf[j] : nullptr;
+      xof.SqueezeBlocks(outs, 1);
+      more = false;
+      for (size_t j = 0; j < used; ++j) {
+        if (count[j] < kN) count[j] = reject(out[g + j]->coeffs, count[j], buf[j], kRate);
+        more |= count[j] < kN;
+      }
     }
   }
 }
@@ -81,18 +115,29 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
                     size_t n) {
   constexpr size_t kRate = Shake256::kRateBytes;
   constexpr size_t kFirstBlocks = 2;
-  alignas(64) uint8_t buf[kFirstBlocks * kRate];
+  alignas(64) uint8_t buf[kLanes][kFirstBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
-  for (size_t i = 0; i < n; ++i) {
-    Shake256 xof;
-    xof.Absorb(Bytes(rho_prime, 64));
-    AbsorbNonce(xof, nonces[i]);
-    xof.Finalize();
-    xof.SqueezeBlocks(buf, kFirstBlocks);
-    int count = RejectEta<Eta>(out[i]->coeffs, 0, buf, sizeof(buf));
-    while (count < kN) {
-      xof.SqueezeBlocks(buf, 1);
-      count = RejectEta<Eta>(out[i]->coeffs, count, buf, kRate);
+  KeccakMulti<kLanes> xof(kRate, 0x1f);
+  uint8_t nonce_bytes[kLanes][2];
+  for (size_t g = 0; g < n; g += kLanes) {
+    const size_t used = AbsorbGroup<64>(xof, rho_prime, nonces, n, g, nonce_bytes);
+    uint8_t* outs[kLanes] = {};
+    for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
+    xof.SqueezeBlocks(outs, kFirstBlocks);
+    int count[kLanes] = {kN, kN, kN, kN};
+    bool more = false;
+    for (size_t j = 0; j < used; ++j) {
+      count[j] = RejectEta<Eta>(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
+      more |= count[j] < kN;
+    }
+    while (more) {  // the number of extra blocks depends only on declassified accept patterns
+      for (size_t j = 0; j < kLanes; ++j) outs[j] = count[j] < kN ? buf[j] : nullptr;
+      xof.SqueezeBlocks(outs, 1);
+      more = false;
+      for (size_t j = 0; j < used; ++j) {
+        if (count[j] < kN) count[j] = RejectEta<Eta>(out[g + j]->coeffs, count[j], buf[j], kRate);
+        more |= count[j] < kN;
+      }
     }
   }
 }
@@ -102,15 +147,16 @@ void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t*
   constexpr size_t kRate = Shake256::kRateBytes;
   constexpr size_t kBytes = 32 * (Gamma1Bits + 1);  // 576 or 640
   constexpr size_t kBlocks = (kBytes + kRate - 1) / kRate;
-  alignas(64) uint8_t buf[kBlocks * kRate];
+  alignas(64) uint8_t buf[kLanes][kBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
-  for (size_t i = 0; i < n; ++i) {
-    Shake256 xof;
-    xof.Absorb(Bytes(rho_pp, 64));
-    AbsorbNonce(xof, nonces[i]);
-    xof.Finalize();
-    xof.SqueezeBlocks(buf, kBlocks);
-    UnpackZ<Gamma1Bits>(*out[i], buf);
+  KeccakMulti<kLanes> xof(kRate, 0x1f);
+  uint8_t nonce_bytes[kLanes][2];
+  for (size_t g = 0; g < n; g += kLanes) {
+    const size_t used = AbsorbGroup<64>(xof, rho_pp, nonces, n, g, nonce_bytes);
+    uint8_t* outs[kLanes] = {};
+    for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
+    xof.SqueezeBlocks(outs, kBlocks);
+    for (size_t j = 0; j < used; ++j) UnpackZ<Gamma1Bits>(*out[g + j], buf[j]);
   }
 }
 

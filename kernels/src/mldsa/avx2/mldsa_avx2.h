@@ -1,0 +1,44 @@
+// AVX2 ML-DSA polynomial kernels (kernels/src/mldsa/avx2/poly_avx2.cc, built with -mavx2 only).
+//
+// Plain function declarations, safe to include from baseline files: the baseline dispatch code in
+// poly.cc / sample.cc calls these only when ActiveIsa() is kAvx2 or kAvx512. Every function meets
+// the contract of its portable namesake in mldsa/poly.h and returns byte-identical results (same
+// Montgomery representatives, same coefficient order); tests/kernels/test_mldsa_avx2.cc checks it.
+//
+// Internal header of pqcd_mldsa; not part of the public API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mldsa/poly.h"
+
+namespace pqcd::kernels::mldsa::avx2 {
+
+void Ntt(Poly& a);
+void InvNttToMont(Poly& a);
+void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
+void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
+void Reduce32(Poly& a);
+void CAddQ(Poly& a);
+void Add(Poly& c, const Poly& a, const Poly& b);
+void Sub(Poly& c, const Poly& a, const Poly& b);
+void ShiftLeftD(Poly& a);
+void Power2Round(Poly& t1, Poly& t0, const Poly& t);
+// Gamma2 is (q-1)/88 or (q-1)/32 (the only instantiations).
+void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r);
+void DecomposeLarge(Poly& r1, Poly& r0, const Poly& r);
+unsigned MakeHintSmall(Poly& h, const Poly& a0, const Poly& a1);
+unsigned MakeHintLarge(Poly& h, const Poly& a0, const Poly& a1);
+void UseHintSmall(Poly& out, const Poly& r, const Poly& h);
+void UseHintLarge(Poly& out, const Poly& r, const Poly& h);
+uint32_t ExceedsNorm(const Poly& a, int32_t bound);
+void UnpackT1(Poly& t1, const uint8_t* in);  // 320 bytes
+void UnpackZ17(Poly& z, const uint8_t* in);  // 576 bytes
+void UnpackZ19(Poly& z, const uint8_t* in);  // 640 bytes
+
+// RejNTTPoly's inner loop (public data): appends the 3-byte candidates of buf[0..len) below q to
+// a[count..256) and returns the new count (same result as the portable loop).
+int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len);
+
+}  // namespace pqcd::kernels::mldsa::avx2

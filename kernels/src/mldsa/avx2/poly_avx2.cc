@@ -1,0 +1,504 @@
+// AVX2 ML-DSA polynomial kernels (compiled with -mavx2 -mbmi2 -mpopcnt only; see mldsa_avx2.h).
+//
+// Every kernel computes exactly what its portable namesake in poly.cc computes, lane by lane:
+//  * Montgomery products use vpmuldq (signed 32x32 -> 64) on even and odd lanes and the same
+//    signed reduction t = (a q^-1 mod 2^32), r = (a - t q) / 2^32, so representatives match.
+//  * The NTT keeps the standard (bit-reversed, FIPS 204) coefficient order: layers 128..8 are
+//    straight vector butterflies; layers 4, 2, 1 run on two registers (16 coefficients) that are
+//    regrouped with vperm2i128 / vpunpck[lh]qdq / 32-bit shift+blend and put back afterwards.
+//  * Divisions by constants are the same multiply-shift sequences (vpmuludq, 64-bit products).
+// Helpers are static / anonymous-namespace only: nothing here may be shared with baseline files.
+#include <immintrin.h>
+
+#include <array>
+#include <cstdint>
+
+#include "mldsa/avx2/mldsa_avx2.h"
+
+namespace pqcd::kernels::mldsa::avx2 {
+namespace {
+
+constexpr int32_t kQInv = 58728449;  // q^-1 mod 2^32
+constexpr int32_t kZeta = 1753;
+constexpr int32_t kInvNttScale = 41978;  // 2^64 / 256 mod q (see poly.cc)
+
+// ---- Tables, computed at compile time -------------------------------------------------------
+
+constexpr uint32_t BitRev8(uint32_t x) {
+  uint32_t r = 0;
+  for (int i = 0; i < 8; ++i) r |= ((x >> i) & 1u) << (7 - i);
+  return r;
+}
+
+constexpr int32_t LowTimesQInv(int32_t z) {
+  return static_cast<int32_t>(static_cast<uint32_t>(z) * static_cast<uint32_t>(kQInv));
+}
+
+struct Tables {
+  int32_t zetas[kN];       // zeta^brv8(i) * 2^32 mod q, centered (as poly.cc)
+  int32_t zetas_qinv[kN];  // low 32 bits of zetas[i] * q^-1
+  // Per-lane twiddles of the last three forward layers / first three inverse layers, for each of
+  // the 16 groups of 16 coefficients: [group][lane], value and value * q^-1.
+  int32_t fwd[3][16][8], fwd_qinv[3][16][8];
+  int32_t inv[3][16][8], inv_qinv[3][16][8];
+  // Rejection compaction: for each 8-bit accept mask, the accepted lane indices, in order.
+  uint8_t compact[256][8];
+};
+
+constexpr Tables MakeTables() {
+  Tables t{};
+  for (uint32_t i = 0; i < kN; ++i) {
+    uint64_t v = 1;
+    for (uint32_t e = 0; e < BitRev8(i); ++e) v = v * kZeta % kQ;
+    v = (v << 32) % kQ;
+    const int64_t c =
+        v > static_cast<uint64_t>(kQ / 2) ? static_cast<int64_t>(v) - kQ : static_cast<int64_t>(v);
+    t.zetas[i] = static_cast<int32_t>(c);
+    t.zetas_qinv[i] = LowTimesQInv(t.zetas[i]);
+  }
+  for (int m = 0; m < 16; ++m) {
+    for (int l = 0; l < 8; ++l) {
+      // Forward (k = 128 / len + start / (2 len)); see the register layouts in Ntt().
+      const int f4 = 32 + 2 * m + l / 4;
+      const int f2 = 64 + 4 * m + l / 2;
+      const int f1 = 128 + 8 * m + l;
+      // Inverse (k = 256 / len - 1 - start / (2 len), zeta negated).
+      const int i1 = 255 - 8 * m - l;
+      const int i2 = 127 - 4 * m - l / 2;
+      const int i4 = 63 - 2 * m - l / 4;
+      const int fk[3] = {f4, f2, f1};
+      const int ik[3] = {i1, i2, i4};
+      for (int s = 0; s < 3; ++s) {
+        t.fwd[s][m][l] = t.zetas[fk[s]];
+        t.fwd_qinv[s][m][l] = LowTimesQInv(t.zetas[fk[s]]);
+        t.inv[s][m][l] = -t.zetas[ik[s]];
+        t.inv_qinv[s][m][l] = LowTimesQInv(-t.zetas[ik[s]]);
+      }
+    }
+  }
+  for (int mask = 0; mask < 256; ++mask) {
+    int n = 0;
+    for (int l = 0; l < 8; ++l) {
+      if ((mask >> l) & 1) t.compact[mask][n++] = static_cast<uint8_t>(l);
+    }
+    for (; n < 8; ++n) t.compact[mask][n] = 0;
+  }
+  return t;
+}
+
+alignas(64) constexpr Tables kT = MakeTables();
+static_assert(kT.zetas[1] == 25847 && kT.zetas[255] == 1976782, "zeta table (FIPS 204 App. B)");
+
+// ---- Vector helpers ---------------------------------------------------------------------------
+
+#define PQCD_AI static inline __attribute__((always_inline))
+
+PQCD_AI __m256i Load(const int32_t* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+PQCD_AI void Store(int32_t* p, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
+}
+PQCD_AI __m256i Odd(__m256i v) {  // odd 32-bit lanes moved to the even positions
+  return _mm256_shuffle_epi32(v, 0xF5);
+}
+
+// Combines the high halves of the 64-bit lanes of re (even results) and ro (odd results).
+PQCD_AI __m256i HighHalves(__m256i re, __m256i ro) {
+  return _mm256_blend_epi32(Odd(re), ro, 0xAA);
+}
+
+// a * z * 2^-32 mod q, lane-wise; zq = low32(z * q^-1). |a z| < 2^31 q -> |r| < q.
+PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zq) {
+  const __m256i q = _mm256_set1_epi32(kQ);
+  const __m256i t = _mm256_mullo_epi32(a, zq);
+  const __m256i pe = _mm256_mul_epi32(a, z);
+  const __m256i po = _mm256_mul_epi32(Odd(a), Odd(z));
+  const __m256i te = _mm256_mul_epi32(t, q);
+  const __m256i to = _mm256_mul_epi32(Odd(t), q);
+  return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
+}
+
+// Montgomery reduction of 64-bit accumulators (even lanes in pe, odd lanes in po).
+PQCD_AI __m256i Reduce64(__m256i pe, __m256i po) {
+  const __m256i q = _mm256_set1_epi32(kQ);
+  const __m256i qinv = _mm256_set1_epi32(kQInv);
+  const __m256i te = _mm256_mul_epi32(_mm256_mullo_epi32(pe, qinv), q);
+  const __m256i to = _mm256_mul_epi32(_mm256_mullo_epi32(po, qinv), q);
+  return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
+}
+
+// Forward (Cooley-Tukey) butterfly: (a, b) -> (a + z b, a - z b).
+PQCD_AI void ButterflyCt(__m256i& a, __m256i& b, __m256i z, __m256i zq) {
+  const __m256i t = MulMont(b, z, zq);
+  b = _mm256_sub_epi32(a, t);
+  a = _mm256_add_epi32(a, t);
+}
+// Inverse (Gentleman-Sande) butterfly: (a, b) -> (a + b, z (a - b)).
+PQCD_AI void ButterflyGs(__m256i& a, __m256i& b, __m256i z, __m256i zq) {
+  const __m256i d = _mm256_sub_epi32(a, b);
+  a = _mm256_add_epi32(a, b);
+  b = MulMont(d, z, zq);
+}
+
+// Register layouts of 16 coefficients c0..c15 (A = c0..7, B = c8..15):
+//  L4: X = c0-3 | c8-11,          Y = c4-7 | c12-15         (pairs at distance 4)
+//  L2: X = c0 c1 c4 c5 | c8.. ,   Y = c2 c3 c6 c7 | c10..   (pairs at distance 2)
+//  L1: X = c0 c2 c4 c6 | c8.. ,   Y = c1 c3 c5 c7 | c9..    (pairs at distance 1)
+PQCD_AI void StdToL4(__m256i a, __m256i b, __m256i& x, __m256i& y) {
+  x = _mm256_permute2x128_si256(a, b, 0x20);
+  y = _mm256_permute2x128_si256(a, b, 0x31);
+}
+PQCD_AI void L4ToStd(__m256i x, __m256i y, __m256i& a, __m256i& b) {
+  a = _mm256_permute2x128_si256(x, y, 0x20);
+  b = _mm256_permute2x128_si256(x, y, 0x31);
+}
+PQCD_AI void L4ToL2(__m256i x, __m256i y, __m256i& x2, __m256i& y2) {
+  x2 = _mm256_unpacklo_epi64(x, y);
+  y2 = _mm256_unpackhi_epi64(x, y);
+}
+PQCD_AI void L2ToL4(__m256i x2, __m256i y2, __m256i& x, __m256i& y) {
+  x = _mm256_unpacklo_epi64(x2, y2);
+  y = _mm256_unpackhi_epi64(x2, y2);
+}
+// L2 <-> L1 is the same 32-bit transpose of each 64-bit pair in both directions.
+PQCD_AI void Swap32(__m256i x, __m256i y, __m256i& x1, __m256i& y1) {
+  x1 = _mm256_blend_epi32(x, _mm256_slli_epi64(y, 32), 0xAA);
+  y1 = _mm256_blend_epi32(_mm256_srli_epi64(x, 32), y, 0xAA);
+}
+
+PQCD_AI __m256i TableVec(const int32_t (&row)[8]) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(row));
+}
+
+// floor(x / D) for 0 <= x < 2^24 via ceil(2^48 / D) (as poly.cc's DivFloor24).
+template <uint32_t D>
+PQCD_AI __m256i DivFloor24(__m256i x) {
+  constexpr uint64_t kM = ((uint64_t{1} << 48) + D - 1) / D;
+  static_assert(kM < (uint64_t{1} << 32));
+  const __m256i m = _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(kM)));
+  const __m256i pe = _mm256_mul_epu32(x, m);
+  const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
+  return _mm256_blend_epi32(_mm256_srli_epi64(pe, 48), _mm256_srli_epi64(po, 16), 0xAA);
+}
+
+template <int32_t Gamma2>
+PQCD_AI void DecomposeVec(__m256i a, __m256i& r1, __m256i& r0) {
+  constexpr int32_t kAlpha = 2 * Gamma2;
+  constexpr int32_t kM = (kQ - 1) / kAlpha;
+  __m256i h = DivFloor24<kAlpha>(_mm256_add_epi32(a, _mm256_set1_epi32(Gamma2 - 1)));
+  __m256i l = _mm256_sub_epi32(a, _mm256_mullo_epi32(h, _mm256_set1_epi32(kAlpha)));
+  const __m256i corner = _mm256_cmpeq_epi32(h, _mm256_set1_epi32(kM));
+  h = _mm256_andnot_si256(corner, h);
+  l = _mm256_add_epi32(l, corner);  // corner is -1 where set
+  r1 = h;
+  r0 = l;
+}
+
+template <int32_t Gamma2>
+PQCD_AI void DecomposeT(Poly& r1, Poly& r0, const Poly& r) {
+  for (int i = 0; i < kN; i += 8) {
+    __m256i hi, lo;
+    DecomposeVec<Gamma2>(Load(r.coeffs + i), hi, lo);
+    Store(r1.coeffs + i, hi);
+    Store(r0.coeffs + i, lo);
+  }
+}
+
+template <int32_t Gamma2>
+PQCD_AI unsigned MakeHintT(Poly& h, const Poly& a0, const Poly& a1) {
+  const __m256i g = _mm256_set1_epi32(Gamma2);
+  const __m256i neg_g = _mm256_set1_epi32(-Gamma2);
+  const __m256i zero = _mm256_setzero_si256();
+  unsigned count = 0;
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i lo = Load(a0.coeffs + i);
+    const __m256i hi = Load(a1.coeffs + i);
+    const __m256i above = _mm256_cmpgt_epi32(lo, g);
+    const __m256i below = _mm256_cmpgt_epi32(neg_g, lo);
+    const __m256i at_neg =
+        _mm256_andnot_si256(_mm256_cmpeq_epi32(hi, zero), _mm256_cmpeq_epi32(lo, neg_g));
+    const __m256i m = _mm256_or_si256(_mm256_or_si256(above, below), at_neg);
+    Store(h.coeffs + i, _mm256_srli_epi32(m, 31));
+    count += static_cast<unsigned>(
+        _mm_popcnt_u32(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(m)))));
+  }
+  return count;
+}
+
+template <int32_t Gamma2>
+PQCD_AI void UseHintT(Poly& out, const Poly& r, const Poly& h) {
+  constexpr int32_t kM = (kQ - 1) / (2 * Gamma2);
+  const __m256i m = _mm256_set1_epi32(kM);
+  const __m256i m1 = _mm256_set1_epi32(kM - 1);
+  const __m256i zero = _mm256_setzero_si256();
+  for (int i = 0; i < kN; i += 8) {
+    __m256i hi, lo;
+    DecomposeVec<Gamma2>(Load(r.coeffs + i), hi, lo);
+    const __m256i hint = Load(h.coeffs + i);
+    const __m256i positive = _mm256_cmpgt_epi32(lo, zero);
+    const __m256i delta =
+        _mm256_blendv_epi8(_mm256_sub_epi32(zero, hint), hint, positive);  // +h if lo > 0
+    __m256i v = _mm256_add_epi32(hi, delta);
+    v = _mm256_add_epi32(v, _mm256_and_si256(_mm256_srai_epi32(v, 31), m));
+    v = _mm256_sub_epi32(v, _mm256_and_si256(_mm256_srai_epi32(_mm256_sub_epi32(m1, v), 31), m));
+    Store(out.coeffs + i, v);
+  }
+}
+
+// Unpacks 256 coefficients of Bits bits (little-endian bit order, FIPS 204 Alg. 18/19) into
+// raw values in [0, 2^Bits), 8 per step: lanes 0-3 read a 16-byte window at the group start,
+// lanes 4-7 one at the group start + Bits / 2 bytes; each lane takes the 4 bytes holding its
+// value (vpshufb), shifts by its bit offset (vpsrlvd) and masks. Bits is even, 10..20. The last
+// groups go through a zero-padded copy so that no load passes in[32 * Bits - 1].
+template <int Bits, class Map>
+PQCD_AI void UnpackBits(Poly& a, const uint8_t* in, Map map) {
+  static_assert(Bits % 2 == 0 && Bits >= 10 && Bits <= 20);
+  constexpr int kHalf = Bits / 2;  // byte offset of coefficient 4 of a group
+  constexpr int kO1 = Bits / 8, kO2 = 2 * Bits / 8, kO3 = 3 * Bits / 8;
+  const __m128i window = _mm_setr_epi8(0, 1, 2, 3, kO1, kO1 + 1, kO1 + 2, kO1 + 3, kO2, kO2 + 1,
+                                       kO2 + 2, kO2 + 3, kO3, kO3 + 1, kO3 + 2, kO3 + 3);
+  const __m256i shuffle = _mm256_broadcastsi128_si256(window);
+  const __m256i shifts = _mm256_setr_epi32(0, Bits % 8, 2 * Bits % 8, 3 * Bits % 8, 0, Bits % 8,
+                                           2 * Bits % 8, 3 * Bits % 8);
+  const __m256i mask = _mm256_set1_epi32((1 << Bits) - 1);
+  auto group = [&](const uint8_t* p) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kHalf));
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    v = _mm256_shuffle_epi8(v, shuffle);
+    return _mm256_and_si256(_mm256_srlv_epi32(v, shifts), mask);
+  };
+  // Group g reads bytes [g Bits, g Bits + Bits / 2 + 16).
+  constexpr int kSafeGroups = (32 * Bits - kHalf - 16) / Bits + 1;
+  int g = 0;
+  for (; g < kSafeGroups && g < 32; ++g) Store(a.coeffs + 8 * g, map(group(in + g * Bits)));
+  alignas(32) uint8_t tail[3 * 20 + 32] = {};
+  const int rest = 32 - g;
+  for (int i = 0; i < rest * Bits; ++i) tail[i] = in[g * Bits + i];
+  for (int k = 0; k < rest; ++k) Store(a.coeffs + 8 * (g + k), map(group(tail + k * Bits)));
+}
+
+}  // namespace
+
+// ---- Bit unpacking ------------------------------------------------------------------------------
+
+void UnpackT1(Poly& t1, const uint8_t* in) {
+  UnpackBits<10>(t1, in, [](__m256i v) { return v; });
+}
+void UnpackZ17(Poly& z, const uint8_t* in) {
+  const __m256i g = _mm256_set1_epi32(1 << 17);
+  UnpackBits<18>(z, in, [g](__m256i v) { return _mm256_sub_epi32(g, v); });
+}
+void UnpackZ19(Poly& z, const uint8_t* in) {
+  const __m256i g = _mm256_set1_epi32(1 << 19);
+  UnpackBits<20>(z, in, [g](__m256i v) { return _mm256_sub_epi32(g, v); });
+}
+
+// ---- NTT ------------------------------------------------------------------------------------
+
+void Ntt(Poly& p) {
+  int32_t* a = p.coeffs;
+  int k = 0;
+  for (int len = 128; len >= 8; len >>= 1) {
+    for (int start = 0; start < kN; start += 2 * len) {
+      ++k;
+      const __m256i z = _mm256_set1_epi32(kT.zetas[k]);
+      const __m256i zq = _mm256_set1_epi32(kT.zetas_qinv[k]);
+      for (int j = start; j < start + len; j += 8) {
+        __m256i x = Load(a + j), y = Load(a + j + len);
+        ButterflyCt(x, y, z, zq);
+        Store(a + j, x);
+        Store(a + j + len, y);
+      }
+    }
+  }
+  for (int m = 0; m < 16; ++m) {
+    __m256i x, y, x2, y2, x1, y1;
+    StdToL4(Load(a + 16 * m), Load(a + 16 * m + 8), x, y);
+    ButterflyCt(x, y, TableVec(kT.fwd[0][m]), TableVec(kT.fwd_qinv[0][m]));
+    L4ToL2(x, y, x2, y2);
+    ButterflyCt(x2, y2, TableVec(kT.fwd[1][m]), TableVec(kT.fwd_qinv[1][m]));
+    Swap32(x2, y2, x1, y1);
+    ButterflyCt(x1, y1, TableVec(kT.fwd[2][m]), TableVec(kT.fwd_qinv[2][m]));
+    Swap32(x1, y1, x2, y2);
+    L2ToL4(x2, y2, x, y);
+    __m256i lo, hi;
+    L4ToStd(x, y, lo, hi);
+    Store(a + 16 * m, lo);
+    Store(a + 16 * m + 8, hi);
+  }
+}
+
+void InvNttToMont(Poly& p) {
+  int32_t* a = p.coeffs;
+  for (int m = 0; m < 16; ++m) {
+    __m256i x, y, x2, y2, x1, y1;
+    StdToL4(Load(a + 16 * m), Load(a + 16 * m + 8), x, y);
+    L4ToL2(x, y, x2, y2);
+    Swap32(x2, y2, x1, y1);
+    ButterflyGs(x1, y1, TableVec(kT.inv[0][m]), TableVec(kT.inv_qinv[0][m]));
+    Swap32(x1, y1, x2, y2);
+    ButterflyGs(x2, y2, TableVec(kT.inv[1][m]), TableVec(kT.inv_qinv[1][m]));
+    L2ToL4(x2, y2, x, y);
+    ButterflyGs(x, y, TableVec(kT.inv[2][m]), TableVec(kT.inv_qinv[2][m]));
+    __m256i lo, hi;
+    L4ToStd(x, y, lo, hi);
+    Store(a + 16 * m, lo);
+    Store(a + 16 * m + 8, hi);
+  }
+  int k = 32;  // layers 1, 2, 4 used k = 255..32
+  for (int len = 8; len < kN; len <<= 1) {
+    for (int start = 0; start < kN; start += 2 * len) {
+      --k;
+      const int32_t zeta = -kT.zetas[k];
+      const __m256i z = _mm256_set1_epi32(zeta);
+      const __m256i zq = _mm256_set1_epi32(LowTimesQInv(zeta));
+      for (int j = start; j < start + len; j += 8) {
+        __m256i x = Load(a + j), y = Load(a + j + len);
+        ButterflyGs(x, y, z, zq);
+        Store(a + j, x);
+        Store(a + j + len, y);
+      }
+    }
+  }
+  const __m256i s = _mm256_set1_epi32(kInvNttScale);
+  const __m256i sq = _mm256_set1_epi32(LowTimesQInv(kInvNttScale));
+  for (int j = 0; j < kN; j += 8) Store(a + j, MulMont(Load(a + j), s, sq));
+}
+
+// ---- Pointwise products -----------------------------------------------------------------------
+
+void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b) {
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i x = Load(a.coeffs + i), y = Load(b.coeffs + i);
+    Store(c.coeffs + i, Reduce64(_mm256_mul_epi32(x, y), _mm256_mul_epi32(Odd(x), Odd(y))));
+  }
+}
+
+void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
+  for (int i = 0; i < kN; i += 8) {
+    __m256i x = Load(a[0].coeffs + i), y = Load(b[0].coeffs + i);
+    __m256i pe = _mm256_mul_epi32(x, y);
+    __m256i po = _mm256_mul_epi32(Odd(x), Odd(y));
+    for (int j = 1; j < n; ++j) {
+      x = Load(a[j].coeffs + i);
+      y = Load(b[j].coeffs + i);
+      pe = _mm256_add_epi64(pe, _mm256_mul_epi32(x, y));
+      po = _mm256_add_epi64(po, _mm256_mul_epi32(Odd(x), Odd(y)));
+    }
+    Store(c.coeffs + i, Reduce64(pe, po));
+  }
+}
+
+// ---- Reductions and linear operations ---------------------------------------------------------
+
+void Reduce32(Poly& a) {
+  const __m256i half = _mm256_set1_epi32(1 << 22);
+  const __m256i q = _mm256_set1_epi32(kQ);
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i x = Load(a.coeffs + i);
+    const __m256i t = _mm256_srai_epi32(_mm256_add_epi32(x, half), 23);
+    Store(a.coeffs + i, _mm256_sub_epi32(x, _mm256_mullo_epi32(t, q)));
+  }
+}
+
+void CAddQ(Poly& a) {
+  const __m256i q = _mm256_set1_epi32(kQ);
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i x = Load(a.coeffs + i);
+    Store(a.coeffs + i, _mm256_add_epi32(x, _mm256_and_si256(_mm256_srai_epi32(x, 31), q)));
+  }
+}
+
+void Add(Poly& c, const Poly& a, const Poly& b) {
+  for (int i = 0; i < kN; i += 8) {
+    Store(c.coeffs + i, _mm256_add_epi32(Load(a.coeffs + i), Load(b.coeffs + i)));
+  }
+}
+
+void Sub(Poly& c, const Poly& a, const Poly& b) {
+  for (int i = 0; i < kN; i += 8) {
+    Store(c.coeffs + i, _mm256_sub_epi32(Load(a.coeffs + i), Load(b.coeffs + i)));
+  }
+}
+
+void ShiftLeftD(Poly& a) {
+  for (int i = 0; i < kN; i += 8) Store(a.coeffs + i, _mm256_slli_epi32(Load(a.coeffs + i), kD));
+}
+
+// ---- Rounding ---------------------------------------------------------------------------------
+
+void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
+  const __m256i bias = _mm256_set1_epi32((1 << (kD - 1)) - 1);
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i x = Load(t.coeffs + i);
+    const __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(x, bias), kD);
+    Store(t0.coeffs + i, _mm256_sub_epi32(x, _mm256_slli_epi32(hi, kD)));
+    Store(t1.coeffs + i, hi);
+  }
+}
+
+void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r) {
+  DecomposeT<(kQ - 1) / 88>(r1, r0, r);
+}
+void DecomposeLarge(Poly& r1, Poly& r0, const Poly& r) {
+  DecomposeT<(kQ - 1) / 32>(r1, r0, r);
+}
+unsigned MakeHintSmall(Poly& h, const Poly& a0, const Poly& a1) {
+  return MakeHintT<(kQ - 1) / 88>(h, a0, a1);
+}
+unsigned MakeHintLarge(Poly& h, const Poly& a0, const Poly& a1) {
+  return MakeHintT<(kQ - 1) / 32>(h, a0, a1);
+}
+void UseHintSmall(Poly& out, const Poly& r, const Poly& h) {
+  UseHintT<(kQ - 1) / 88>(out, r, h);
+}
+void UseHintLarge(Poly& out, const Poly& r, const Poly& h) {
+  UseHintT<(kQ - 1) / 32>(out, r, h);
+}
+
+uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
+  const __m256i limit = _mm256_set1_epi32(bound - 1);
+  __m256i bad = _mm256_setzero_si256();
+  for (int i = 0; i < kN; i += 8) {
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_abs_epi32(Load(a.coeffs + i)), limit));
+  }
+  // Branch-free "any lane set" -> all-ones / zero.
+  const uint32_t bits = static_cast<uint32_t>(_mm256_movemask_epi8(bad));
+  return 0u - ((bits | (0u - bits)) >> 31);
+}
+
+// ---- Uniform rejection sampling (public rho) ---------------------------------------------------
+
+int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  const __m256i spread_words = _mm256_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6);
+  const __m256i spread_bytes =
+      _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                       0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m256i mask23 = _mm256_set1_epi32(0x7fffff);
+  const __m256i q = _mm256_set1_epi32(kQ);
+  size_t pos = 0;
+  // 8 candidates (24 bytes) per step; the 32-byte load stays inside buf, the 8-lane store inside
+  // a[0..256).
+  while (pos + 32 <= len && count <= kN - 8) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(buf + pos));
+    v = _mm256_permutevar8x32_epi32(v, spread_words);
+    v = _mm256_and_si256(_mm256_shuffle_epi8(v, spread_bytes), mask23);
+    const unsigned accept =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, v))));
+    const __m256i idx =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kT.compact[accept])));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count), _mm256_permutevar8x32_epi32(v, idx));
+    count += _mm_popcnt_u32(accept);
+    pos += 24;
+  }
+  for (; pos + 3 <= len && count < kN; pos += 3) {
+    const uint32_t t = static_cast<uint32_t>(buf[pos]) | static_cast<uint32_t>(buf[pos + 1]) << 8 |
+                       static_cast<uint32_t>(buf[pos + 2] & 0x7f) << 16;
+    if (t < static_cast<uint32_t>(kQ)) a[count++] = static_cast<int32_t>(t);
+  }
+  return count;
+}
+
+}  // namespace pqcd::kernels::mldsa::avx2

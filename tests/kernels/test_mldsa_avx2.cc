@@ -1,0 +1,390 @@
+// Differential tests: every AVX2 ML-DSA kernel against the portable kernel, on edge inputs (zeros,
+// q - 1, the extremes of each documented input bound) and 10,000 random polynomials per kernel
+// drawn inside the poly.h contract. The two paths are selected with SetActiveIsa(); outputs must be
+// identical coefficient for coefficient (the first differing index is reported).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mldsa/avx2/mldsa_avx2.h"
+#include "mldsa/poly.h"
+#include "mldsa/sample.h"
+#include "pqcd/kernels/isa.h"
+
+namespace pqcd::kernels::mldsa {
+namespace {
+
+constexpr int32_t kG2Small = (kQ - 1) / 88;
+constexpr int32_t kG2Large = (kQ - 1) / 32;
+constexpr int kRandomPolys = 10000;
+
+uint64_t SplitMix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [lo, hi].
+int32_t Uniform(uint64_t& s, int64_t lo, int64_t hi) {
+  return static_cast<int32_t>(
+      lo + static_cast<int64_t>(SplitMix(s) % static_cast<uint64_t>(hi - lo + 1)));
+}
+
+// A polynomial generator: edge patterns first (index < kEdges), then random.
+constexpr int kEdges = 6;
+Poly MakePoly(uint64_t& s, int index, int64_t lo, int64_t hi) {
+  Poly p;
+  for (int i = 0; i < kN; ++i) {
+    switch (index) {
+      case 0:
+        p.coeffs[i] = lo <= 0 && 0 <= hi ? 0 : static_cast<int32_t>(lo);
+        break;
+      case 1:
+        p.coeffs[i] = static_cast<int32_t>(lo);
+        break;
+      case 2:
+        p.coeffs[i] = static_cast<int32_t>(hi);
+        break;
+      case 3:
+        p.coeffs[i] = static_cast<int32_t>(i % 2 ? lo : hi);
+        break;
+      case 4:
+        p.coeffs[i] = std::min<int64_t>(hi, std::max<int64_t>(lo, kQ - 1));
+        break;
+      default:
+        p.coeffs[i] = Uniform(s, lo, hi);
+        break;
+    }
+  }
+  return p;
+}
+
+class ScopedIsa {
+ public:
+  ScopedIsa() : saved_(ActiveIsa()) {}
+  ~ScopedIsa() { (void)SetActiveIsa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+// Runs f under the portable and the AVX2 backend and compares the produced polynomials.
+// f fills `out` (a few polynomials) and may return a scalar result that must also agree.
+using Kernel = std::function<int64_t(std::vector<Poly>& out)>;
+::testing::AssertionResult SameOnBothBackends(const Kernel& f, size_t outputs) {
+  std::vector<Poly> ref(outputs), got(outputs);
+  for (auto& p : ref) std::memset(&p, 0x5a, sizeof(p));
+  for (auto& p : got) std::memset(&p, 0xa5, sizeof(p));
+  if (!SetActiveIsa(Isa::kPortable).ok()) return ::testing::AssertionFailure() << "portable";
+  const int64_t r_ref = f(ref);
+  if (!SetActiveIsa(Isa::kAvx2).ok()) return ::testing::AssertionFailure() << "avx2";
+  const int64_t r_got = f(got);
+  for (size_t k = 0; k < outputs; ++k) {
+    for (int i = 0; i < kN; ++i) {
+      if (ref[k].coeffs[i] != got[k].coeffs[i]) {
+        return ::testing::AssertionFailure()
+               << "output " << k << " first differing index " << i << ": portable "
+               << ref[k].coeffs[i] << ", avx2 " << got[k].coeffs[i];
+      }
+    }
+  }
+  if (r_ref != r_got) {
+    return ::testing::AssertionFailure() << "result: portable " << r_ref << ", avx2 " << r_got;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class MlDsaAvx2 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "CPU without AVX2";
+  }
+  ScopedIsa restore_;
+};
+
+// One input polynomial in [lo, hi] through `op`, kEdges + kRandomPolys times.
+void CheckUnary(uint64_t seed, int64_t lo, int64_t hi, size_t outputs,
+                const std::function<int64_t(const Poly&, std::vector<Poly>&)>& op) {
+  uint64_t s = seed;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const Poly in = MakePoly(s, n, lo, hi);
+    ASSERT_TRUE(SameOnBothBackends([&](std::vector<Poly>& out) { return op(in, out); }, outputs))
+        << "input #" << n << " (edge patterns < " << kEdges << ")";
+  }
+}
+
+TEST_F(MlDsaAvx2, Ntt) {
+  CheckUnary(1, -(kQ - 1), kQ - 1, 1, [](const Poly& in, std::vector<Poly>& out) {
+    out[0] = in;
+    Ntt(out[0]);
+    return 0;
+  });
+}
+
+TEST_F(MlDsaAvx2, InvNttToMont) {
+  CheckUnary(2, -kQ, kQ, 1, [](const Poly& in, std::vector<Poly>& out) {
+    out[0] = in;
+    InvNttToMont(out[0]);
+    return 0;
+  });
+}
+
+TEST_F(MlDsaAvx2, PointwiseMontgomery) {
+  uint64_t s = 3;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const Poly a = MakePoly(s, n, -(9 * int64_t{kQ} - 1), 9 * int64_t{kQ} - 1);
+    const Poly b = MakePoly(s, (n + 3) % (kEdges + 1) == 0 ? 5 : n, -(9 * int64_t{kQ} - 1),
+                            9 * int64_t{kQ} - 1);
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          PointwiseMontgomery(out[0], a, b);
+          return 0;
+        },
+        1))
+        << "input #" << n;
+  }
+}
+
+TEST_F(MlDsaAvx2, PointwiseAccMontgomery) {
+  uint64_t s = 4;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const int len = 1 + n % 8;
+    Poly a[8], b[8];
+    for (int j = 0; j < len; ++j) {
+      a[j] = MakePoly(s, n, 0, kQ - 1);
+      b[j] = MakePoly(s, n, -(9 * int64_t{kQ} - 1), 9 * int64_t{kQ} - 1);
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          PointwiseAccMontgomery(out[0], a, b, len);
+          return 0;
+        },
+        1))
+        << "input #" << n << " n=" << len;
+  }
+}
+
+TEST_F(MlDsaAvx2, ReductionsAndLinear) {
+  CheckUnary(5, INT32_MIN + (1 << 22), (int64_t{1} << 31) - (1 << 22) - 1, 1,
+             [](const Poly& in, std::vector<Poly>& out) {
+               out[0] = in;
+               Reduce32(out[0]);
+               return 0;
+             });
+  CheckUnary(6, -(kQ - 1), kQ - 1, 1, [](const Poly& in, std::vector<Poly>& out) {
+    out[0] = in;
+    CAddQ(out[0]);
+    return 0;
+  });
+  CheckUnary(7, 0, (1 << 10) - 1, 1, [](const Poly& in, std::vector<Poly>& out) {
+    out[0] = in;
+    ShiftLeftD(out[0]);
+    return 0;
+  });
+  CheckUnary(9, -(1 << 30) + 1, (1 << 30) - 1, 2, [](const Poly& in, std::vector<Poly>& out) {
+    Poly b;  // a second operand derived from the first (same on both backends)
+    for (int i = 0; i < kN; ++i) b.coeffs[i] = -in.coeffs[kN - 1 - i] / 2 + i * 4099;
+    Add(out[0], in, b);
+    Sub(out[1], in, b);
+    return 0;
+  });
+}
+
+TEST_F(MlDsaAvx2, Power2RoundAndDecompose) {
+  CheckUnary(10, 0, kQ - 1, 2, [](const Poly& in, std::vector<Poly>& out) {
+    Power2Round(out[0], out[1], in);
+    return 0;
+  });
+  CheckUnary(11, 0, kQ - 1, 2, [](const Poly& in, std::vector<Poly>& out) {
+    Decompose<kG2Small>(out[0], out[1], in);
+    return 0;
+  });
+  CheckUnary(12, 0, kQ - 1, 2, [](const Poly& in, std::vector<Poly>& out) {
+    Decompose<kG2Large>(out[0], out[1], in);
+    return 0;
+  });
+}
+
+// Every r in [0, q) once, for both gammas (the rounding functions are exhaustively comparable).
+TEST_F(MlDsaAvx2, DecomposeUseHintExhaustive) {
+  for (int32_t base = 0; base < kQ; base += kN) {
+    Poly r, h;
+    for (int i = 0; i < kN; ++i) {
+      r.coeffs[i] = std::min(base + i, kQ - 1);
+      h.coeffs[i] = (i >> 1) & 1;
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          Decompose<kG2Small>(out[0], out[1], r);
+          Decompose<kG2Large>(out[2], out[3], r);
+          UseHint<kG2Small>(out[4], r, h);
+          UseHint<kG2Large>(out[5], r, h);
+          return 0;
+        },
+        6))
+        << "r from " << base;
+  }
+}
+
+template <int32_t G2>
+void CheckMakeHint(uint64_t seed) {
+  constexpr int32_t kM = (kQ - 1) / (2 * G2);
+  uint64_t s = seed;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    Poly a0, a1;
+    for (int i = 0; i < kN; ++i) {
+      // Mostly near the +-gamma2 decision points, sometimes anywhere in the contract.
+      const int pick = static_cast<int>(SplitMix(s) % 4);
+      const int32_t centre = pick == 0 ? G2 : pick == 1 ? -G2 : 0;
+      a0.coeffs[i] = pick < 2 ? centre + Uniform(s, -2, 2)
+                              : Uniform(s, -(int64_t{1} << 30) + 1, (int64_t{1} << 30) - 1);
+      a1.coeffs[i] = n < kEdges ? (n % 2 ? kM - 1 : 0) : Uniform(s, 0, kM - 1);
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) { return static_cast<int64_t>(MakeHint<G2>(out[0], a0, a1)); },
+        1))
+        << "input #" << n;
+  }
+}
+
+TEST_F(MlDsaAvx2, MakeHint) {
+  CheckMakeHint<kG2Small>(13);
+  CheckMakeHint<kG2Large>(14);
+}
+
+TEST_F(MlDsaAvx2, UseHintRandom) {
+  uint64_t s = 15;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const Poly r = MakePoly(s, n, 0, kQ - 1);
+    Poly h;
+    for (int i = 0; i < kN; ++i) h.coeffs[i] = static_cast<int32_t>(SplitMix(s) & 1);
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          UseHint<kG2Small>(out[0], r, h);
+          UseHint<kG2Large>(out[1], r, h);
+          return 0;
+        },
+        2))
+        << "input #" << n;
+  }
+}
+
+TEST_F(MlDsaAvx2, ExceedsNorm) {
+  const int32_t bounds[] = {1,  kG2Small,          kG2Large, (1 << 17) - 78, (1 << 19) - 196,
+                            kQ, (int32_t{1} << 30)};
+  uint64_t s = 16;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const int32_t bound = bounds[n % 7];
+    Poly a;
+    const int mode = n % 3;
+    for (int i = 0; i < kN; ++i) {
+      a.coeffs[i] = mode == 0 ? Uniform(s, -(bound - 1), bound - 1)
+                              : Uniform(s, -(int64_t{1} << 31) + 2, (int64_t{1} << 31) - 2);
+    }
+    if (mode == 1) {
+      for (int i = 0; i < kN; ++i) a.coeffs[i] = Uniform(s, -(bound - 1), bound - 1);
+      a.coeffs[SplitMix(s) % kN] = (SplitMix(s) & 1) ? bound : -bound;  // exactly one at the bound
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>&) { return static_cast<int64_t>(ExceedsNorm(a, bound)); }, 0))
+        << "input #" << n << " bound " << bound;
+  }
+}
+
+// Bit unpacking: every bit pattern is a valid encoding; all-zero and all-one bytes are the edges.
+TEST_F(MlDsaAvx2, Unpacking) {
+  uint64_t s = 19;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    std::vector<uint8_t> t1(320), z17(576), z19(640);  // exact sizes: the last group is the edge
+    for (auto* v : {&t1, &z17, &z19}) {
+      for (auto& b : *v) b = n == 0 ? 0 : n == 1 ? 0xff : static_cast<uint8_t>(SplitMix(s));
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          UnpackT1(out[0], t1.data());
+          UnpackZ<17>(out[1], z17.data());
+          UnpackZ<19>(out[2], z19.data());
+          return 0;
+        },
+        3))
+        << "input #" << n;
+  }
+}
+
+// The sampler end to end (4-lane Keccak + vector rejection) and the rejection loop alone.
+TEST_F(MlDsaAvx2, UniformSampling) {
+  uint64_t s = 17;
+  for (int n = 0; n < 200; ++n) {
+    uint8_t rho[32];
+    for (auto& b : rho) b = static_cast<uint8_t>(SplitMix(s));
+    uint16_t nonces[7];
+    for (int i = 0; i < 7; ++i) nonces[i] = static_cast<uint16_t>(SplitMix(s));
+    const size_t count = 1 + n % 7;
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          Poly* ptrs[7];
+          for (size_t i = 0; i < count; ++i) ptrs[i] = &out[i];
+          SampleUniformPolys(ptrs, rho, nonces, count);
+          return 0;
+        },
+        count));
+  }
+  // Rejection alone against the FIPS 204 loop, with many rejections (high bytes near 0x7f/0xff).
+  for (int n = 0; n < kRandomPolys; ++n) {
+    uint8_t buf[840];
+    for (size_t i = 0; i < sizeof(buf); ++i) {
+      const uint8_t r = static_cast<uint8_t>(SplitMix(s));
+      buf[i] = (i % 3 == 2 && n % 2) ? static_cast<uint8_t>(0x7f | (r & 0x80)) : r;
+    }
+    const size_t len = 3 * (SplitMix(s) % 281);
+    const int start = static_cast<int>(SplitMix(s) % 200);
+    int32_t want[kN] = {}, got[kN] = {};
+    int want_count = start;
+    for (size_t pos = 0; pos + 3 <= len && want_count < kN; pos += 3) {
+      const uint32_t t = buf[pos] | buf[pos + 1] << 8 | (buf[pos + 2] & 0x7f) << 16;
+      if (t < static_cast<uint32_t>(kQ)) want[want_count++] = static_cast<int32_t>(t);
+    }
+    const int got_count = avx2::RejectUniform(got, start, buf, len);
+    ASSERT_EQ(got_count, want_count) << "input #" << n;
+    for (int i = 0; i < want_count; ++i) ASSERT_EQ(got[i], want[i]) << "index " << i;
+  }
+}
+
+TEST_F(MlDsaAvx2, EtaAndMaskSampling) {
+  uint64_t s = 18;
+  for (int n = 0; n < 100; ++n) {
+    uint8_t seed[64];
+    for (auto& b : seed) b = static_cast<uint8_t>(SplitMix(s));
+    uint16_t nonces[15];
+    for (int i = 0; i < 15; ++i) nonces[i] = static_cast<uint16_t>(n * 15 + i);
+    const size_t count = 1 + n % 15;
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          Poly* ptrs[15];
+          for (size_t i = 0; i < count; ++i) ptrs[i] = &out[i];
+          if (n % 2) {
+            SampleEtaPolys<2>(ptrs, seed, nonces, count);
+          } else {
+            SampleEtaPolys<4>(ptrs, seed, nonces, count);
+          }
+          return 0;
+        },
+        count));
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          Poly* ptrs[15];
+          for (size_t i = 0; i < count; ++i) ptrs[i] = &out[i];
+          SampleMaskPolys<19>(ptrs, seed, nonces, count);
+          return 0;
+        },
+        count));
+  }
+}
+
+}  // namespace
+}  // namespace pqcd::kernels::mldsa
