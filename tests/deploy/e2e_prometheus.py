@@ -153,7 +153,9 @@ def main():
         pqcd = start([args.pqcd, "--listen", "127.0.0.1:0", "--port-file", port_file,
                       "--metrics-listen", f"127.0.0.1:{metrics_port}", "--workers", "2",
                       "--grace-period", "5", "--log-level", "warn"], os.path.join(tmp, "pqcd.log"))
-        grpc_port = int(wait_for(lambda: open(port_file).read().strip(), 30, "pqcd's port file"))
+        # The port file's first line is the gRPC port (the second, the metrics port); it is written
+        # once pqcd is SERVING.
+        grpc_port = int(wait_for(lambda: open(port_file).read().split(), 30, "pqcd's port file")[0])
         target = f"127.0.0.1:{metrics_port}"
         wait_for(lambda: "pqcd_build_info" in http_get(f"http://{target}/metrics"), 30, "pqcd /metrics")
         log(f"pqcd: gRPC 127.0.0.1:{grpc_port}, metrics {target}")

@@ -1,0 +1,60 @@
+// Prometheus metrics of the daemon. The metric names are a contract: see server/METRICS.md.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "grpcpp/support/status.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace pqcd::engine {
+class Engine;
+}
+
+namespace pqcd::server {
+
+std::string StatusCodeName(grpc::StatusCode code);
+
+class Metrics {
+ public:
+  Metrics(std::string version, std::string isa);
+  ~Metrics();
+
+  // Engine statistics are read at scrape time (nullptr until the engine exists).
+  void SetEngine(const engine::Engine* engine);
+  // Held keys are counted at scrape time.
+  void SetHeldKeysSource(std::function<size_t()> source);
+
+  // Starts the HTTP endpoint (path /metrics). Returns the bound port.
+  int Serve(const std::string& listen_address);
+  // Stops the HTTP endpoint.
+  void StopServing() { exposer_.reset(); }
+
+  void RecordRequest(const std::string& rpc, const std::string& algorithm, grpc::StatusCode code,
+                     double seconds);
+  void InflightAdd(int delta) { inflight_->Increment(delta); }
+  void SetSelfTestPassed(bool passed) { selftest_->Set(passed ? 1 : 0); }
+  void SetDraining(bool draining) { draining_->Set(draining ? 1 : 0); }
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+ private:
+  class EngineCollector;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<EngineCollector> engine_collector_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* duration_;
+  prometheus::Gauge* inflight_;
+  prometheus::Gauge* selftest_;
+  prometheus::Gauge* draining_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace pqcd::server

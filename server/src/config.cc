@@ -1,0 +1,191 @@
+#include "pqcd/server/config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+
+namespace pqcd::server {
+namespace {
+
+std::string EnvName(const std::string& flag) {
+  std::string name = "PQCD_";
+  for (char c : flag) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return name;
+}
+
+// --config files are JSON objects whose keys are flag names without the dashes ("listen",
+// "unix-mode" or "unix_mode"). Arrays give repeatable flags (--admin).
+class JsonConfig : public CLI::Config {
+ public:
+  std::string to_config(const CLI::App*, bool, bool, std::string) const override { return "{}"; }
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    nlohmann::json j;
+    try {
+      input >> j;
+    } catch (const std::exception& e) {
+      throw CLI::ConversionError(std::string("config file is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw CLI::ConversionError("config file must hold a JSON object");
+    std::vector<CLI::ConfigItem> items;
+    for (auto& [key, value] : j.items()) {
+      CLI::ConfigItem item;
+      item.name = key;
+      std::replace(item.name.begin(), item.name.end(), '_', '-');
+      // Precedence: the environment beats the config file (the command line beats both).
+      if (std::getenv(EnvName(item.name).c_str()) != nullptr) continue;
+      auto to_string = [](const nlohmann::json& v) {
+        if (v.is_string()) return v.get<std::string>();
+        if (v.is_boolean()) return std::string(v.get<bool>() ? "true" : "false");
+        return v.dump();
+      };
+      if (value.is_array()) {
+        for (auto& v : value) item.inputs.push_back(to_string(v));
+      } else {
+        item.inputs.push_back(to_string(value));
+      }
+      items.push_back(std::move(item));
+    }
+    return items;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
+  ParseResult result;
+  Config& c = result.config;
+  CLI::App app{
+      "pqcd: post-quantum cryptography daemon (ML-KEM, ML-DSA, SHA-3/SHAKE, SM3, SHA-2) over gRPC",
+      "pqcd"};
+  app.get_formatter()->column_width(36);
+  app.footer(
+      "Every flag can also be set with the environment variable PQCD_<FLAG> (upper snake case, "
+      "e.g.\n"
+      "PQCD_LISTEN) or in a JSON --config file ({\"listen\": \"0.0.0.0:50051\", \"admin\": "
+      "[\"ops\"]}).\n"
+      "Precedence: command line > environment > config file > default.\n"
+      "Identities: the mTLS client certificate (first SAN, else subject) on TLS with "
+      "--tls-client-ca,\n"
+      "'local' on the Unix socket, 'anonymous' on plain TCP; anonymous callers may use given keys\n"
+      "always, but held keys only with --allow-insecure-tcp.");
+  app.set_version_flag("--version", std::string("pqcd ") + PQCD_VERSION);
+  app.config_formatter(std::make_shared<JsonConfig>());
+  app.set_config("--config", "", "JSON config file")->envname("PQCD_CONFIG");
+
+  auto add = [&](const std::string& name, auto& target, const std::string& help) {
+    return app.add_option("--" + name, target, help)->envname(EnvName(name))->capture_default_str();
+  };
+  add("listen", c.listen, "TCP listen address host:port (port 0: any free port; 'none': no TCP)");
+  add("unix", c.unix_socket, "Unix domain socket path (sidecars; identity 'local')");
+  add("unix-mode", c.unix_mode, "file mode of the Unix socket (octal)");
+  add("tls-cert", c.tls_cert, "PEM server certificate chain: enables TLS on the TCP listener");
+  add("tls-key", c.tls_key, "PEM server private key");
+  add("tls-client-ca", c.tls_client_ca,
+      "PEM CA bundle: require and verify client certificates (mTLS)");
+  app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
+               "let callers without a client certificate (identity 'anonymous') use held keys")
+      ->envname("PQCD_ALLOW_INSECURE_TCP");
+  add("admin", c.admins, "identity allowed to manage every key (repeatable)")->take_all();
+  add("data-dir", c.data_dir,
+      "persist held keys here (sealed with AES-256-GCM); empty: memory only");
+  add("kek-file", c.kek_file, "key-encryption key file (32 raw bytes or 64 hex characters)");
+  add("metrics-listen", c.metrics_listen,
+      "Prometheus endpoint host:port, path /metrics ('none': off)");
+  add("workers", c.workers, "engine worker threads (0: one per physical core)")
+      ->check(CLI::Range(0, 4096));
+  add("queue-capacity", c.queue_capacity, "per-NUMA-node queue bound")
+      ->check(CLI::Range(2u, 1u << 24));
+  add("max-batch", c.max_batch, "jobs a worker takes per burst")->check(CLI::Range(1, 256));
+  add("isa", c.isa, "kernel backend")->check(CLI::IsMember({"portable", "avx2", "avx512", "auto"}));
+  add("log-level", c.log_level, "log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  add("log-format", c.log_format, "log line format")->check(CLI::IsMember({"text", "json"}));
+  add("grace-period", c.grace_period_s, "seconds to finish in-flight requests on SIGTERM/SIGINT")
+      ->check(CLI::Range(0.0, 3600.0));
+  add("max-message-bytes", c.max_message_bytes, "max gRPC message size")
+      ->check(CLI::Range(1024u, 1u << 30));
+  add("max-field-bytes", c.max_field_bytes, "max size of one data/message field")
+      ->check(CLI::Range(1u, 1u << 30));
+  add("max-batch-items", c.max_batch_items, "max operations in one Batch request")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("max-stream-inflight", c.max_stream_inflight, "operations in flight per Stream call")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("port-file", c.port_file, "write the selected TCP port to this file once listening");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    result.exit_now = true;
+    result.exit_code = 0;
+    result.output = app.help();
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.exit_now = true;
+    result.exit_code = 0;
+    result.output = app.version() + "\n";
+    return result;
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  c.config_file = app.get_config_ptr()->as<std::string>();
+
+  if (c.listen == "none") c.listen.clear();
+  if (c.metrics_listen == "none") c.metrics_listen.clear();
+  if (c.listen.empty() && c.unix_socket.empty()) {
+    return absl::InvalidArgumentError("nothing to listen on: give --listen and/or --unix");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (!c.data_dir.empty() && c.kek_file.empty()) {
+    return absl::InvalidArgumentError("--data-dir needs --kek-file (the key-encryption key)");
+  }
+  {
+    char* end = nullptr;
+    long mode = std::strtol(c.unix_mode.c_str(), &end, 8);
+    if (c.unix_mode.empty() || *end != '\0' || mode < 0 || mode > 0777) {
+      return absl::InvalidArgumentError("--unix-mode must be an octal mode like 0660, got '" +
+                                        c.unix_mode + "'");
+    }
+  }
+  return result;
+}
+
+std::string ConfigToJson(const Config& c) {
+  nlohmann::json j;
+  j["listen"] = c.listen;
+  j["unix"] = c.unix_socket;
+  j["unix_mode"] = c.unix_mode;
+  j["tls_cert"] = c.tls_cert;
+  j["tls_key"] = c.tls_key.empty() ? "" : "<set>";  // a path, but treat it as sensitive
+  j["tls_client_ca"] = c.tls_client_ca;
+  j["allow_insecure_tcp"] = c.allow_insecure_tcp;
+  j["admin"] = c.admins;
+  j["data_dir"] = c.data_dir;
+  j["kek_file"] = c.kek_file.empty() ? "" : "<set>";
+  j["metrics_listen"] = c.metrics_listen;
+  j["workers"] = c.workers;
+  j["queue_capacity"] = c.queue_capacity;
+  j["max_batch"] = c.max_batch;
+  j["isa"] = c.isa;
+  j["log_level"] = c.log_level;
+  j["log_format"] = c.log_format;
+  j["config"] = c.config_file;
+  j["grace_period"] = c.grace_period_s;
+  j["max_message_bytes"] = c.max_message_bytes;
+  j["max_field_bytes"] = c.max_field_bytes;
+  j["max_batch_items"] = c.max_batch_items;
+  j["max_stream_inflight"] = c.max_stream_inflight;
+  j["port_file"] = c.port_file;
+  return j.dump();
+}
+
+}  // namespace pqcd::server

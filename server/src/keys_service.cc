@@ -1,0 +1,230 @@
+#include "pqcd/server/keys_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+#include "pqcd/kernels/random.h"
+#include "pqcd/server/algorithms.h"
+
+namespace pqcd::server {
+namespace {
+
+using absl::StrCat;
+using kernels::Bytes;
+using kernels::MutBytes;
+
+const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
+
+// Runs `body` (returning absl::Status) and finishes the call, recording metrics.
+template <class Body>
+grpc::ServerUnaryReactor* Run(ServiceContext* ctx, grpc::CallbackServerContext* context,
+                              const char* rpc, bool on_aux, Body body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto scope = std::make_shared<RequestScope>(ctx, rpc);
+  scope->set_algorithm("none");
+  if (ctx->draining.load()) {
+    scope->Done(kDraining.error_code());
+    reactor->Finish(kDraining);
+    return reactor;
+  }
+  Caller caller = IdentifyCaller(*context, ctx->identity_policy);
+  auto task = [reactor, scope, caller = std::move(caller), body = std::move(body)]() mutable {
+    absl::Status s;
+    if (!caller.may_hold_keys) {
+      s = absl::PermissionDeniedError(
+          "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
+          "or a daemon started with --allow-insecure-tcp");
+    } else {
+      s = body(caller, scope.get());
+    }
+    grpc::Status g = ToGrpc(s);
+    scope->Done(g.error_code());
+    reactor->Finish(g);
+  };
+  if (on_aux) {
+    ctx->aux->Post(std::move(task));
+  } else {
+    task();
+  }
+  return reactor;
+}
+
+// Derives the public key of a private key given as a seed, or extracts/checks it for an
+// expanded key. Runs on the aux runner (kernels).
+absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmInfo& info, Bytes sk,
+                                                 const std::string& given_pk) {
+  std::vector<uint8_t> pk(PublicKeyBytes(info));
+  if (!given_pk.empty() && given_pk.size() != pk.size()) {
+    return absl::InvalidArgumentError(StrCat("public_key: expected ", pk.size(), " bytes for ",
+                                             info.name, ", got ", given_pk.size()));
+  }
+  const bool seed = sk.size() == PrivateSeedBytes(info);
+  if (!seed && sk.size() != PrivateExpandedBytes(info)) {
+    return absl::InvalidArgumentError(StrCat(
+        "private_key: expected ", PrivateSeedBytes(info), " (seed) or ", PrivateExpandedBytes(info),
+        " (expanded) bytes for ", info.name, ", got ", sk.size()));
+  }
+  if (seed) {
+    SecretBytes expanded(PrivateExpandedBytes(info));
+    MutBytes dk(expanded.data(), expanded.size());
+    absl::Status s;
+    if (info.kem) {
+      kernels::KemKeyGenItem item{sk, MutBytes(pk), dk, {}, {}};
+      info.kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+      s = item.status;
+    } else {
+      kernels::DsaKeyGenItem item{sk, MutBytes(pk), dk, {}, {}};
+      info.dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+      s = item.status;
+    }
+    if (!s.ok()) return s;
+  } else if (info.kem) {
+    if (absl::Status s = info.kem->check_dk(sk); !s.ok()) {
+      return absl::InvalidArgumentError(StrCat("private_key: ", s.message()));
+    }
+    // dk = dk_PKE (384k bytes) || ek || H(ek) || z.
+    const size_t offset = info.kem->ek_bytes - 32;
+    std::copy(sk.begin() + offset, sk.begin() + offset + pk.size(), pk.begin());
+  } else {
+    if (given_pk.empty()) {
+      return absl::InvalidArgumentError(
+          "public_key: required with an expanded ML-DSA private key (it does not contain it)");
+    }
+    std::copy(given_pk.begin(), given_pk.end(), pk.begin());
+    if (absl::Status s = info.dsa->pairwise_check(Bytes(pk), sk); !s.ok()) {
+      return absl::InvalidArgumentError(
+          "public_key: does not match private_key (pairwise consistency test failed)");
+    }
+    return pk;
+  }
+  if (!given_pk.empty() && !std::equal(pk.begin(), pk.end(), given_pk.begin())) {
+    return absl::InvalidArgumentError("public_key: does not match private_key");
+  }
+  return pk;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* KeysService::GetPublicKey(grpc::CallbackServerContext* context,
+                                                    const pqc::v1::GetPublicKeyRequest* request,
+                                                    pqc::v1::KeyInfo* response) {
+  return Run(ctx_, context, "Keys.GetPublicKey", false,
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
+               if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+               auto rec = ctx->keys->Get(request->key_id(), request->version(), caller.identity,
+                                         caller.admin);
+               if (!rec.ok()) return rec.status();
+               scope->set_algorithm(AlgorithmLabel(rec->algorithm));
+               FillKeyInfo(*rec, ctx->keys->Versions(rec->key_id), response);
+               return absl::OkStatus();
+             });
+}
+
+grpc::ServerUnaryReactor* KeysService::List(grpc::CallbackServerContext* context,
+                                            const pqc::v1::ListKeysRequest* request,
+                                            pqc::v1::ListKeysResponse* response) {
+  return Run(
+      ctx_, context, "Keys.List", false,
+      [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
+        std::map<std::string, std::string> selector(request->label_selector().begin(),
+                                                    request->label_selector().end());
+        for (const KeyRecord& rec : ctx->keys->List(caller.identity, caller.admin, selector)) {
+          FillKeyInfo(rec, ctx->keys->Versions(rec.key_id), response->add_keys());
+        }
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* context,
+                                              const pqc::v1::DeleteKeyRequest* request,
+                                              pqc::v1::DeleteKeyResponse* response) {
+  return Run(ctx_, context, "Keys.Delete", true,
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
+               if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+               auto n = ctx->keys->Delete(request->key_id(), request->version(), caller.identity,
+                                          caller.admin);
+               ctx->Audit(caller.identity, "delete", request->key_id(), request->version(), "",
+                          n.status());
+               if (!n.ok()) return n.status();
+               response->set_deleted_versions(*n);
+               return absl::OkStatus();
+             });
+}
+
+grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* context,
+                                              const pqc::v1::ImportKeyRequest* request,
+                                              pqc::v1::KeyInfo* response) {
+  return Run(ctx_, context, "Keys.Import", true,
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
+               std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
+               auto result = [&]() -> absl::StatusOr<KeyRecord> {
+                 auto info = LookupAlgorithm(request->algorithm());
+                 if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
+                   return absl::InvalidArgumentError(
+                       StrCat("algorithm: Import needs an ML-KEM or ML-DSA algorithm, got ",
+                              AlgorithmLabel(request->algorithm())));
+                 }
+                 scope->set_algorithm(std::string(info->name));
+                 if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
+                 const std::string& sk = request->private_key();
+                 auto pk = PublicKeyOf(
+                     *info, Bytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
+                     request->public_key());
+                 if (!pk.ok()) return pk.status();
+                 std::map<std::string, std::string> labels(request->labels().begin(),
+                                                           request->labels().end());
+                 return ctx->keys->Create(
+                     key_id, request->algorithm(), std::move(*pk),
+                     SecretBytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
+                     std::move(labels), caller.identity);
+               }();
+               ctx->Audit(caller.identity, "import", key_id, result.ok() ? result->version : 0,
+                          AlgorithmLabel(request->algorithm()), result.status());
+               if (!result.ok()) return result.status();
+               FillKeyInfo(*result, ctx->keys->Versions(key_id), response);
+               return absl::OkStatus();
+             });
+}
+
+grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* context,
+                                              const pqc::v1::RotateKeyRequest* request,
+                                              pqc::v1::KeyInfo* response) {
+  return Run(ctx_, context, "Keys.Rotate", true,
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
+               int algorithm = 0;
+               auto result = [&]() -> absl::StatusOr<KeyRecord> {
+                 if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+                 auto cur = ctx->keys->Get(request->key_id(), 0, caller.identity, caller.admin);
+                 if (!cur.ok()) return cur.status();
+                 algorithm = cur->algorithm;
+                 auto info = LookupAlgorithm(cur->algorithm);
+                 if (!info) return absl::InternalError("held key has an unknown algorithm");
+                 scope->set_algorithm(std::string(info->name));
+                 std::vector<uint8_t> pk(PublicKeyBytes(*info));
+                 SecretBytes expanded(PrivateExpandedBytes(*info));
+                 SecretBytes seed(PrivateSeedBytes(*info));
+                 MutBytes dk(expanded.data(), expanded.size());
+                 MutBytes seed_out(seed.data(), seed.size());
+                 absl::Status s;
+                 if (info->kem) {
+                   kernels::KemKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
+                   info->kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+                   s = item.status;
+                 } else {
+                   kernels::DsaKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
+                   info->dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+                   s = item.status;
+                 }
+                 if (!s.ok()) return s;
+                 return ctx->keys->AddVersion(request->key_id(), std::move(pk), std::move(seed),
+                                              caller.identity, caller.admin);
+               }();
+               ctx->Audit(caller.identity, "rotate", request->key_id(),
+                          result.ok() ? result->version : 0, AlgorithmLabel(algorithm),
+                          result.status());
+               if (!result.ok()) return result.status();
+               FillKeyInfo(*result, ctx->keys->Versions(request->key_id()), response);
+               return absl::OkStatus();
+             });
+}
+
+}  // namespace pqcd::server

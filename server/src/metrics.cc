@@ -1,0 +1,301 @@
+#include "pqcd/server/metrics.h"
+
+#include <cmath>
+
+#include "absl/synchronization/mutex.h"
+#include "pqcd/engine/engine.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace pqcd::server {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// 1 µs .. 1 s, log spaced (4 per decade).
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i <= 24; ++i) b.push_back(std::pow(10.0, -6.0 + i * 0.25));
+  return b;
+}
+
+const char* OperationLabel(engine::Operation op) {
+  switch (op) {
+    case engine::Operation::kHash:
+      return "hash";
+    case engine::Operation::kKemKeyGen:
+    case engine::Operation::kDsaKeyGen:
+      return "keygen";
+    case engine::Operation::kKemEncaps:
+      return "encaps";
+    case engine::Operation::kKemDecaps:
+      return "decaps";
+    case engine::Operation::kDsaSign:
+      return "sign";
+    case engine::Operation::kDsaVerify:
+      return "verify";
+    default:
+      return "null";
+  }
+}
+
+ClientMetric Labeled(std::vector<ClientMetric::Label> labels) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  return m;
+}
+
+// Engine histogram (per-bucket counts, bucket i up to 256 ns << i) -> Prometheus histogram.
+// Buckets 0..2 (<= 1.024 µs) fold into the first exported bucket.
+ClientMetric::Histogram EngineLatencyHistogram(
+    const std::array<uint64_t, engine::kLatencyBuckets>& hist, uint64_t count, uint64_t sum_ns) {
+  ClientMetric::Histogram h;
+  uint64_t cumulative = 0;
+  for (int i = 0; i < engine::kLatencyBuckets; ++i) {
+    cumulative += hist[i];
+    if (i < 2) continue;
+    ClientMetric::Bucket b;
+    b.cumulative_count = cumulative;
+    b.upper_bound = i == engine::kLatencyBuckets - 1
+                        ? std::numeric_limits<double>::infinity()
+                        : static_cast<double>(engine::LatencyBucketUpperNs(i)) * 1e-9;
+    h.bucket.push_back(b);
+  }
+  h.sample_count = std::max(count, cumulative);
+  h.sample_sum = static_cast<double>(sum_ns) * 1e-9;
+  return h;
+}
+
+}  // namespace
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::ABORTED:
+      return "ABORTED";
+    case grpc::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+class Metrics::EngineCollector : public prometheus::Collectable {
+ public:
+  void SetEngine(const engine::Engine* e) {
+    absl::MutexLock lock(&mu_);
+    engine_ = e;
+  }
+  void SetHeldKeys(std::function<size_t()> f) {
+    absl::MutexLock lock(&mu_);
+    held_keys_ = std::move(f);
+  }
+
+  std::vector<MetricFamily> Collect() const override {
+    absl::MutexLock lock(&mu_);
+    std::vector<MetricFamily> out;
+    MetricFamily held{
+        "pqcd_held_keys", "Private key versions held by the daemon", MetricType::Gauge, {}};
+    ClientMetric hm;
+    hm.gauge.value = held_keys_ ? static_cast<double>(held_keys_()) : 0.0;
+    held.metric.push_back(hm);
+    out.push_back(std::move(held));
+    if (engine_ == nullptr) return out;
+
+    const engine::EngineStats s = engine_->GetStats();
+    MetricFamily ops{"pqcd_operations_total",
+                     "Crypto operations executed by the engine",
+                     MetricType::Counter,
+                     {}};
+    MetricFamily wait{
+        "pqcd_queue_wait_seconds", "Time a job waited in its queue", MetricType::Histogram, {}};
+    MetricFamily compute{
+        "pqcd_compute_seconds", "Time a job spent in the kernels", MetricType::Histogram, {}};
+    // Merge engine ops that map to the same (operation, algorithm) labels.
+    for (const auto& op : s.ops) {
+      if (op.op == engine::Operation::kNull) continue;
+      std::vector<ClientMetric::Label> labels = {
+          {"algorithm", std::string(engine::AlgorithmName(op.op, op.algorithm))},
+          {"operation", OperationLabel(op.op)}};
+      ClientMetric c = Labeled(labels);
+      c.counter.value = static_cast<double>(op.jobs);
+      ops.metric.push_back(c);
+      ClientMetric w = Labeled(labels);
+      w.histogram = EngineLatencyHistogram(op.queue_wait_hist, op.jobs, op.queue_wait_ns_sum);
+      wait.metric.push_back(w);
+      ClientMetric m = Labeled(labels);
+      m.histogram = EngineLatencyHistogram(op.compute_hist, op.jobs, op.compute_ns_sum);
+      compute.metric.push_back(m);
+    }
+    out.push_back(std::move(ops));
+    out.push_back(std::move(wait));
+    out.push_back(std::move(compute));
+
+    MetricFamily jobs{"pqcd_jobs_total", "Engine jobs by outcome", MetricType::Counter, {}};
+    auto job = [&](const char* outcome, uint64_t v) {
+      ClientMetric c = Labeled({{"outcome", outcome}});
+      c.counter.value = static_cast<double>(v);
+      jobs.metric.push_back(c);
+    };
+    job("done", s.jobs_done);
+    job("failed", s.jobs_failed);
+    job("rejected", s.jobs_rejected);
+    job("expired", s.jobs_expired);
+    job("cancelled", s.jobs_cancelled);
+    job("unavailable", s.jobs_unavailable);
+    out.push_back(std::move(jobs));
+
+    MetricFamily batch{
+        "pqcd_batch_size", "Jobs taken by a worker per burst", MetricType::Histogram, {}};
+    {
+      ClientMetric c;
+      uint64_t cumulative = 0;
+      for (int i = 0; i < engine::kBatchBuckets; ++i) {
+        cumulative += s.batch_size_hist[i];
+        ClientMetric::Bucket b;
+        b.cumulative_count = cumulative;
+        b.upper_bound = static_cast<double>(1u << i);
+        c.histogram.bucket.push_back(b);
+      }
+      ClientMetric::Bucket inf;
+      inf.cumulative_count = cumulative;
+      inf.upper_bound = std::numeric_limits<double>::infinity();
+      c.histogram.bucket.push_back(inf);
+      c.histogram.sample_count = cumulative;
+      uint64_t total_jobs = 0;
+      for (const auto& w : s.workers) total_jobs += w.jobs;
+      c.histogram.sample_sum = static_cast<double>(total_jobs);
+      batch.metric.push_back(c);
+    }
+    out.push_back(std::move(batch));
+
+    MetricFamily depth{"pqcd_queue_depth", "Jobs queued per NUMA node", MetricType::Gauge, {}};
+    MetricFamily cap{"pqcd_queue_capacity", "Queue bound per NUMA node", MetricType::Gauge, {}};
+    MetricFamily workers{"pqcd_workers", "Worker threads per NUMA node", MetricType::Gauge, {}};
+    for (const auto& n : s.nodes) {
+      std::vector<ClientMetric::Label> labels = {{"node", std::to_string(n.node)}};
+      ClientMetric d = Labeled(labels);
+      d.gauge.value = static_cast<double>(n.queue_depth);
+      depth.metric.push_back(d);
+      ClientMetric c = Labeled(labels);
+      c.gauge.value = static_cast<double>(n.queue_capacity);
+      cap.metric.push_back(c);
+      ClientMetric w = Labeled(labels);
+      w.gauge.value = n.workers;
+      workers.metric.push_back(w);
+    }
+    out.push_back(std::move(depth));
+    out.push_back(std::move(cap));
+    out.push_back(std::move(workers));
+
+    MetricFamily busy{"pqcd_worker_busy_seconds_total",
+                      "Time each worker spent processing jobs (rate() = busy ratio)",
+                      MetricType::Counter,
+                      {}};
+    for (const auto& w : s.workers) {
+      ClientMetric c =
+          Labeled({{"node", std::to_string(w.node)}, {"worker", std::to_string(w.id)}});
+      c.counter.value = static_cast<double>(w.busy_ns) * 1e-9;
+      busy.metric.push_back(c);
+    }
+    out.push_back(std::move(busy));
+    return out;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  const engine::Engine* engine_ = nullptr;
+  std::function<size_t()> held_keys_;
+};
+
+Metrics::Metrics(std::string version, std::string isa)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      engine_collector_(std::make_shared<EngineCollector>()) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("pqcd_requests_total")
+                   .Help("gRPC requests by rpc, algorithm and status code")
+                   .Register(*registry_);
+  duration_ = &prometheus::BuildHistogram()
+                   .Name("pqcd_request_duration_seconds")
+                   .Help("End-to-end handler time per rpc")
+                   .Register(*registry_);
+  inflight_ = &prometheus::BuildGauge()
+                   .Name("pqcd_inflight_requests")
+                   .Help("Requests being handled")
+                   .Register(*registry_)
+                   .Add({});
+  selftest_ = &prometheus::BuildGauge()
+                   .Name("pqcd_selftest_passed")
+                   .Help("1 after a passing start-up self-test")
+                   .Register(*registry_)
+                   .Add({});
+  draining_ = &prometheus::BuildGauge()
+                   .Name("pqcd_draining")
+                   .Help("1 while draining")
+                   .Register(*registry_)
+                   .Add({});
+  prometheus::BuildGauge()
+      .Name("pqcd_build_info")
+      .Help("Build and backend information")
+      .Register(*registry_)
+      .Add({{"version", std::move(version)}, {"isa", std::move(isa)}})
+      .Set(1);
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::SetEngine(const engine::Engine* engine) {
+  engine_collector_->SetEngine(engine);
+}
+void Metrics::SetHeldKeysSource(std::function<size_t()> source) {
+  engine_collector_->SetHeldKeys(std::move(source));
+}
+
+int Metrics::Serve(const std::string& listen_address) {
+  exposer_ = std::make_unique<prometheus::Exposer>(listen_address);
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(engine_collector_);
+  auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::RecordRequest(const std::string& rpc, const std::string& algorithm,
+                            grpc::StatusCode code, double seconds) {
+  requests_->Add({{"rpc", rpc}, {"algorithm", algorithm}, {"code", StatusCodeName(code)}})
+      .Increment();
+  static const auto buckets = LatencyBuckets();
+  duration_->Add({{"rpc", rpc}}, buckets).Observe(seconds);
+}
+
+}  // namespace pqcd::server

@@ -1,0 +1,459 @@
+#include "ops.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "pqcd/engine/engine.h"
+#include "pqcd/kernels/random.h"
+#include "pqcd/server/algorithms.h"
+
+namespace pqcd::server {
+namespace {
+
+using absl::InvalidArgumentError;
+using absl::StrCat;
+using kernels::Bytes;
+using kernels::MutBytes;
+
+Bytes View(const std::string& s) {
+  return Bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+Bytes View(const std::vector<uint8_t>& v) {
+  return Bytes(v.data(), v.size());
+}
+Bytes View(const SecretBytes& s) {
+  return Bytes(s.data(), s.size());
+}
+MutBytes Resize(std::string* s, size_t n) {
+  s->resize(n);
+  return MutBytes(reinterpret_cast<uint8_t*>(s->data()), n);
+}
+
+// The algorithm of a request, which must belong to `family`. With a key_ref and no algorithm, the
+// held key's algorithm is used (resolved later).
+absl::StatusOr<AlgorithmInfo> RequireFamily(int algorithm, Family family, const char* rpc) {
+  auto info = LookupAlgorithm(algorithm);
+  if (!info) {
+    return InvalidArgumentError(
+        StrCat("algorithm: unknown or unspecified algorithm (", algorithm, ") for ", rpc));
+  }
+  if (info->family != family) {
+    const char* want = family == Family::kKem   ? "an ML-KEM algorithm"
+                       : family == Family::kDsa ? "an ML-DSA algorithm"
+                                                : "a hash algorithm";
+    return InvalidArgumentError(StrCat("algorithm: ", rpc, " needs ", want, ", got ", info->name));
+  }
+  return *info;
+}
+
+absl::Status CheckFieldSize(ServiceContext* ctx, const std::string& field, const char* name) {
+  if (field.size() > ctx->config->max_field_bytes) {
+    return InvalidArgumentError(StrCat(name, ": at most ", ctx->config->max_field_bytes,
+                                       " bytes (--max-field-bytes), got ", field.size()));
+  }
+  return absl::OkStatus();
+}
+
+// Resolves a held key for `caller`; checks its algorithm against the request's.
+absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
+                                     const pqc::v1::KeyRef& ref, int* algorithm, Family family,
+                                     const char* rpc) {
+  if (!caller.may_hold_keys) {
+    return absl::PermissionDeniedError(
+        "key_ref: held keys need an authenticated identity (mTLS client certificate or the Unix "
+        "socket) or a daemon started with --allow-insecure-tcp");
+  }
+  if (absl::Status s = ValidateKeyId(ref.key_id(), "key_ref.key_id"); !s.ok()) return s;
+  auto rec = ctx->keys->Get(ref.key_id(), ref.version(), caller.identity, caller.admin);
+  if (!rec.ok()) {
+    if (rec.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(ref.version() == 0 ? StrCat("key_ref: no key '", ref.key_id(), "'")
+                                                    : StrCat("key_ref: no key '", ref.key_id(),
+                                                             "' version ", ref.version()));
+    }
+    return rec.status();
+  }
+  if (*algorithm == pqc::v1::ALGORITHM_UNSPECIFIED) *algorithm = rec->algorithm;
+  if (rec->algorithm != *algorithm) {
+    return InvalidArgumentError(StrCat("algorithm: key '", ref.key_id(), "' is ",
+                                       AlgorithmLabel(rec->algorithm), ", the request says ",
+                                       AlgorithmLabel(*algorithm)));
+  }
+  auto info = LookupAlgorithm(*algorithm);
+  if (!info || info->family != family) {
+    return InvalidArgumentError(StrCat("key_ref: key '", ref.key_id(), "' (",
+                                       AlgorithmLabel(rec->algorithm), ") cannot be used for ",
+                                       rpc));
+  }
+  return rec;
+}
+
+absl::Status CheckPrivateKey(const AlgorithmInfo& info, const std::string& key, const char* field) {
+  size_t seed = PrivateSeedBytes(info), expanded = PrivateExpandedBytes(info);
+  if (key.size() != seed && key.size() != expanded) {
+    return InvalidArgumentError(StrCat(field, ": expected ", seed, " (seed) or ", expanded,
+                                       " (expanded) bytes for ", info.name, ", got ", key.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPublicKey(const AlgorithmInfo& info, const std::string& key, const char* field) {
+  size_t want = PublicKeyBytes(info);
+  if (key.size() != want) {
+    return InvalidArgumentError(
+        StrCat(field, ": expected ", want, " bytes for ", info.name, ", got ", key.size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void OpState::Complete(absl::Status status) {
+  if (status.ok() && post) post();
+  if (status.ok() && store) {
+    ctx->aux->Post([this] {
+      Store& s = *store;
+      auto rec = ctx->keys->Create(
+          s.key_id, s.algorithm, std::vector<uint8_t>(job.public_key.begin(), job.public_key.end()),
+          std::move(gen_seed), s.labels, s.owner);
+      ctx->Audit(s.owner, "create", s.key_id, rec.ok() ? rec->version : 0,
+                 AlgorithmLabel(s.algorithm), rec.status());
+      absl::Status result = rec.status();
+      if (rec.ok()) {
+        s.response->set_key_id(rec->key_id);
+        s.response->set_key_version(rec->version);
+        s.response->clear_private_key();
+        s.response->clear_seed();
+      }
+      auto d = std::move(done);
+      d(result);
+    });
+    return;
+  }
+  auto d = std::move(done);
+  d(status);
+}
+
+void OpState::Submit(std::chrono::system_clock::time_point deadline) {
+  job.deadline = engine::SteadyDeadline(deadline);
+  job.on_complete = [this](engine::Job&, absl::Status status) { Complete(std::move(status)); };
+  ctx->engine->Submit(&job);
+}
+
+absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
+  if (key_id.empty() || key_id.size() > 128) {
+    return InvalidArgumentError(StrCat(field, ": 1 to 128 characters, got ", key_id.size()));
+  }
+  for (char c : key_id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) {
+      return InvalidArgumentError(StrCat(field, ": only letters, digits, '-', '_' and '.'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string NewKeyId() {
+  uint8_t r[12];
+  if (!kernels::OsRandom().Generate(MutBytes(r, sizeof(r))).ok()) {
+    static std::atomic<uint64_t> counter{0};
+    return StrCat("k-", std::chrono::system_clock::now().time_since_epoch().count(), "-",
+                  counter++);
+  }
+  std::string id = "k-";
+  char hex[3];
+  for (uint8_t b : r) {
+    std::snprintf(hex, sizeof(hex), "%02x", b);
+    id += hex;
+  }
+  return id;
+}
+
+void FillKeyInfo(const KeyRecord& rec, const std::vector<uint32_t>& versions,
+                 pqc::v1::KeyInfo* info) {
+  info->set_key_id(rec.key_id);
+  info->set_version(rec.version);
+  info->set_algorithm(static_cast<pqc::v1::Algorithm>(rec.algorithm));
+  info->set_created_unix_ms(rec.created_unix_ms);
+  for (const auto& [k, v] : rec.labels) (*info->mutable_labels())[k] = v;
+  info->set_owner(rec.owner);
+  info->set_public_key(std::string(rec.public_key.begin(), rec.public_key.end()));
+  for (uint32_t v : versions) info->add_versions(v);
+}
+
+void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status) {
+  result->set_code(static_cast<int32_t>(status.code()));
+  result->set_message(std::string(status.message()));
+  if (!status.ok()) result->clear_result();
+}
+
+absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
+                           OpState* st) {
+  st->ctx = ctx;
+  auto info = LookupAlgorithm(req.algorithm());
+  if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
+    return InvalidArgumentError(
+        StrCat("algorithm: KeyGen needs an ML-KEM or ML-DSA algorithm, got ",
+               AlgorithmLabel(req.algorithm())));
+  }
+  const size_t seed_bytes = PrivateSeedBytes(*info);
+  if (!req.seed().empty() && req.seed().size() != seed_bytes) {
+    return InvalidArgumentError(StrCat("seed: expected ", seed_bytes, " bytes for ", info->name,
+                                       " (or empty for fresh randomness), got ",
+                                       req.seed().size()));
+  }
+  if (!req.hold() && (!req.key_id().empty() || !req.labels().empty())) {
+    return InvalidArgumentError("key_id/labels: only with hold = true");
+  }
+  resp->set_algorithm(req.algorithm());
+  engine::Job& job = st->job;
+  if (info->family == Family::kKem) {
+    job.SetKem(engine::Operation::kKemKeyGen, info->kem->algorithm);
+  } else {
+    job.SetDsa(engine::Operation::kDsaKeyGen, info->dsa->algorithm);
+  }
+  job.seed = View(req.seed());
+  job.public_key = Resize(resp->mutable_public_key(), PublicKeyBytes(*info));
+  if (req.hold()) {
+    if (!caller.may_hold_keys) {
+      return absl::PermissionDeniedError(
+          "hold: held keys need an authenticated identity (mTLS client certificate or the Unix "
+          "socket) or a daemon started with --allow-insecure-tcp");
+    }
+    std::string key_id = req.key_id().empty() ? NewKeyId() : req.key_id();
+    if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
+    if (!ctx->keys->Versions(key_id).empty()) {
+      return absl::AlreadyExistsError(StrCat("key_id: '", key_id, "' already exists"));
+    }
+    for (const auto& [k, v] : req.labels()) {
+      if (k.empty() || k.size() > 256 || v.size() > 1024) {
+        return InvalidArgumentError("labels: keys 1..256 bytes, values up to 1024 bytes");
+      }
+    }
+    st->gen_private = SecretBytes(PrivateExpandedBytes(*info));
+    job.private_key = MutBytes(st->gen_private.data(), st->gen_private.size());
+    if (req.seed().empty()) {
+      st->gen_seed = SecretBytes(seed_bytes);
+      job.seed_out = MutBytes(st->gen_seed.data(), st->gen_seed.size());
+    } else {
+      st->gen_seed = SecretBytes(reinterpret_cast<const uint8_t*>(req.seed().data()), seed_bytes);
+    }
+    st->store = std::make_unique<OpState::Store>();
+    st->store->key_id = key_id;
+    st->store->algorithm = req.algorithm();
+    st->store->labels.insert(req.labels().begin(), req.labels().end());
+    st->store->owner = caller.identity;
+    st->store->response = resp;
+  } else {
+    job.private_key = Resize(resp->mutable_private_key(), PrivateExpandedBytes(*info));
+    if (req.seed().empty()) {
+      job.seed_out = Resize(resp->mutable_seed(), seed_bytes);
+    } else {
+      resp->set_seed(req.seed());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
+                           OpState* st) {
+  st->ctx = ctx;
+  int algorithm = req.algorithm();
+  if (req.has_key_ref()) {
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kKem, "Encaps");
+    if (!rec.ok()) return rec.status();
+    st->held_public = std::move(rec->public_key);
+    resp->set_key_version(rec->version);
+  }
+  auto info = RequireFamily(algorithm, Family::kKem, "Encaps");
+  if (!info.ok()) return info.status();
+  engine::Job& job = st->job;
+  job.SetKem(engine::Operation::kKemEncaps, info->kem->algorithm);
+  if (req.has_key_ref()) {
+    job.key = View(st->held_public);
+  } else {
+    if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) return s;
+    job.key = View(req.public_key());
+  }
+  job.output = Resize(resp->mutable_ciphertext(), info->kem->ct_bytes);
+  job.shared_secret = Resize(resp->mutable_shared_secret(), info->kem->ss_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
+                           OpState* st) {
+  st->ctx = ctx;
+  int algorithm = req.algorithm();
+  if (req.has_key_ref()) {
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kKem, "Decaps");
+    if (!rec.ok()) return rec.status();
+    st->held_private = rec->private_key;
+  }
+  auto info = RequireFamily(algorithm, Family::kKem, "Decaps");
+  if (!info.ok()) return info.status();
+  engine::Job& job = st->job;
+  job.SetKem(engine::Operation::kKemDecaps, info->kem->algorithm);
+  if (req.has_key_ref()) {
+    job.key = View(*st->held_private);
+  } else {
+    if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok())
+      return s;
+    job.key = View(req.private_key());
+  }
+  if (req.ciphertext().size() != info->kem->ct_bytes) {
+    return InvalidArgumentError(StrCat("ciphertext: expected ", info->kem->ct_bytes, " bytes for ",
+                                       info->name, ", got ", req.ciphertext().size()));
+  }
+  job.ciphertext = View(req.ciphertext());
+  job.shared_secret = Resize(resp->mutable_shared_secret(), info->kem->ss_bytes);
+  return absl::OkStatus();
+}
+
+namespace {
+absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& message,
+                                  const std::string& context, int pre_hash, bool external_mu,
+                                  engine::Job* job) {
+  if (absl::Status s = CheckFieldSize(ctx, message, "message"); !s.ok()) return s;
+  if (context.size() > 255) {
+    return InvalidArgumentError(StrCat("context: at most 255 bytes, got ", context.size()));
+  }
+  auto ph = ToKernelPreHash(pre_hash);
+  if (!ph) return InvalidArgumentError(StrCat("pre_hash: unknown value ", pre_hash));
+  if (external_mu) {
+    if (message.size() != 64) {
+      return InvalidArgumentError(
+          StrCat("message: expected 64 bytes (mu) with external_mu, got ", message.size()));
+    }
+    if (*ph != kernels::PreHash::kNone || !context.empty()) {
+      return InvalidArgumentError("external_mu: cannot be combined with pre_hash or context");
+    }
+  }
+  job->message = View(message);
+  job->options.context = View(context);
+  job->options.prehash = *ph;
+  job->options.external_mu = external_mu;
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
+                         pqc::v1::SignResponse* resp, OpState* st) {
+  st->ctx = ctx;
+  int algorithm = req.algorithm();
+  if (req.has_key_ref()) {
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kDsa, "Sign");
+    if (!rec.ok()) return rec.status();
+    st->held_private = rec->private_key;
+    resp->set_key_version(rec->version);
+  }
+  auto info = RequireFamily(algorithm, Family::kDsa, "Sign");
+  if (!info.ok()) return info.status();
+  engine::Job& job = st->job;
+  job.SetDsa(engine::Operation::kDsaSign, info->dsa->algorithm);
+  if (req.has_key_ref()) {
+    job.key = View(*st->held_private);
+  } else {
+    if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok())
+      return s;
+    job.key = View(req.private_key());
+  }
+  if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
+                                            req.external_mu(), &job);
+      !s.ok()) {
+    return s;
+  }
+  job.options.deterministic = req.deterministic();
+  job.output = Resize(resp->mutable_signature(), info->dsa->sig_bytes);
+  st->post = [st, resp] {
+    if (st->job.output_bytes > 0 && st->job.output_bytes < resp->signature().size()) {
+      resp->mutable_signature()->resize(st->job.output_bytes);
+    }
+  };
+  return absl::OkStatus();
+}
+
+absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
+                           OpState* st) {
+  st->ctx = ctx;
+  int algorithm = req.algorithm();
+  if (req.has_key_ref()) {
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kDsa, "Verify");
+    if (!rec.ok()) return rec.status();
+    st->held_public = std::move(rec->public_key);
+  }
+  auto info = RequireFamily(algorithm, Family::kDsa, "Verify");
+  if (!info.ok()) return info.status();
+  engine::Job& job = st->job;
+  job.SetDsa(engine::Operation::kDsaVerify, info->dsa->algorithm);
+  if (req.has_key_ref()) {
+    job.key = View(st->held_public);
+  } else {
+    if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) return s;
+    job.key = View(req.public_key());
+  }
+  if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
+                                            req.external_mu(), &job);
+      !s.ok()) {
+    return s;
+  }
+  // A signature of the wrong length does not verify: a normal answer, not an error.
+  if (absl::Status s = CheckFieldSize(ctx, req.signature(), "signature"); !s.ok()) return s;
+  job.ciphertext = View(req.signature());
+  st->post = [st, resp] { resp->set_valid(st->job.verified); };
+  return absl::OkStatus();
+}
+
+absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
+                         const pqc::v1::HashRequest& req, pqc::v1::HashResponse* resp,
+                         OpState* st) {
+  st->ctx = ctx;
+  auto info = RequireFamily(req.algorithm(), Family::kHash, "Hash");
+  if (!info.ok()) return info.status();
+  if (absl::Status s = CheckFieldSize(ctx, req.data(), "data"); !s.ok()) return s;
+  size_t out_len = kernels::HashDigestBytes(info->hash);
+  if (kernels::HashIsXof(info->hash)) {
+    if (req.output_length() > (1u << 20)) {
+      return InvalidArgumentError(
+          StrCat("output_length: at most 1048576 bytes, got ", req.output_length()));
+    }
+    if (req.output_length() != 0) out_len = req.output_length();
+  } else if (req.output_length() != 0 && req.output_length() != out_len) {
+    return InvalidArgumentError(StrCat("output_length: ", info->name, " has a fixed ", out_len,
+                                       "-byte digest; leave it 0, got ", req.output_length()));
+  }
+  engine::Job& job = st->job;
+  job.SetHash(info->hash);
+  job.message = View(req.data());
+  job.output = Resize(resp->mutable_digest(), out_len);
+  job.options.xof_bytes = kernels::HashIsXof(info->hash) ? out_len : 0;
+  return absl::OkStatus();
+}
+
+absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
+                              const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
+                              OpState* st) {
+  st->ctx = ctx;
+  switch (op.op_case()) {
+    case pqc::v1::Operation::kKeygen:
+      return PrepareKeyGen(ctx, caller, op.keygen(), result->mutable_keygen(), st);
+    case pqc::v1::Operation::kEncaps:
+      return PrepareEncaps(ctx, caller, op.encaps(), result->mutable_encaps(), st);
+    case pqc::v1::Operation::kDecaps:
+      return PrepareDecaps(ctx, caller, op.decaps(), result->mutable_decaps(), st);
+    case pqc::v1::Operation::kSign:
+      return PrepareSign(ctx, caller, op.sign(), result->mutable_sign(), st);
+    case pqc::v1::Operation::kVerify:
+      return PrepareVerify(ctx, caller, op.verify(), result->mutable_verify(), st);
+    case pqc::v1::Operation::kHash:
+      return PrepareHash(ctx, caller, op.hash(), result->mutable_hash(), st);
+    default:
+      return InvalidArgumentError("op: the operation is empty (set keygen, encaps, ...)");
+  }
+}
+
+}  // namespace pqcd::server

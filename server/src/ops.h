@@ -1,0 +1,79 @@
+// Internal: preparing one crypto operation for the engine (validation, key resolution, job setup)
+// and finishing it (response fix-ups, storing a held key). Shared by Crypto's unary RPCs, Batch and
+// Stream.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "keystore/key_store.h"
+#include "pqc/v1/crypto.pb.h"
+#include "pqc/v1/keys.pb.h"
+#include "pqcd/engine/job.h"
+#include "pqcd/server/identity.h"
+#include "pqcd/server/service_context.h"
+
+namespace pqcd::server {
+
+// One operation in flight: its engine job, the key material it uses and what to do after it ran.
+struct OpState {
+  ServiceContext* ctx = nullptr;
+  engine::Job job;
+  std::shared_ptr<const SecretBytes> held_private;  // keeps a held private key alive
+  std::vector<uint8_t> held_public;                 // the public key of a held key
+  SecretBytes gen_private;                          // held KeyGen: expanded private key (dropped)
+  SecretBytes gen_seed;                             // held KeyGen: the seed that is stored
+  // Run on the worker after an OK job (cheap response fix-ups).
+  absl::AnyInvocable<void()> post;
+  // Held KeyGen: stores the key on the aux runner after an OK job.
+  struct Store {
+    std::string key_id;
+    int algorithm = 0;
+    std::map<std::string, std::string> labels;
+    std::string owner;
+    pqc::v1::KeyGenResponse* response = nullptr;
+  };
+  std::unique_ptr<Store> store;
+  // Called exactly once with the final status. May destroy this OpState.
+  absl::AnyInvocable<void(absl::Status)> done;
+
+  // Engine completion -> post / store -> done.
+  void Complete(absl::Status status);
+  // Sets job.on_complete and the deadline, then submits (or completes at once when draining).
+  void Submit(std::chrono::system_clock::time_point deadline);
+};
+
+// Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
+absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
+                           OpState* st);
+absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
+                           OpState* st);
+absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
+                           OpState* st);
+absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
+                         pqc::v1::SignResponse* resp, OpState* st);
+absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
+                           OpState* st);
+absl::Status PrepareHash(ServiceContext* ctx, const Caller& caller, const pqc::v1::HashRequest& req,
+                         pqc::v1::HashResponse* resp, OpState* st);
+// Any of the above, for Batch and Stream items.
+absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
+                              const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
+                              OpState* st);
+// Writes a non-OK status into an OperationResult (clearing any partial result).
+void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status);
+
+// Key ids: letters, digits, '-', '_', '.', 1..128 characters.
+absl::Status ValidateKeyId(const std::string& key_id, const char* field);
+std::string NewKeyId();
+// Fills a KeyInfo from a record (and the list of versions).
+void FillKeyInfo(const KeyRecord& rec, const std::vector<uint32_t>& versions,
+                 pqc::v1::KeyInfo* info);
+
+}  // namespace pqcd::server

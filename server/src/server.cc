@@ -1,0 +1,335 @@
+#include "pqcd/server/server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "keystore/key_store.h"
+#include "pqcd/engine/engine.h"
+#include "pqcd/engine/pqc_executor.h"
+#include "pqcd/kernels/isa.h"
+#include "pqcd/server/config.h"
+#include "pqcd/server/crypto_service.h"
+#include "pqcd/server/keys_service.h"
+#include "pqcd/server/metrics.h"
+#include "pqcd/server/selftest.h"
+#include "pqcd/server/service_context.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+
+namespace pqcd::server {
+
+// ---- ServiceContext / RequestScope -------------------------------------------------------------
+
+void ServiceContext::Audit(const std::string& who, const std::string& action,
+                           const std::string& key_id, uint32_t version,
+                           const std::string& algorithm, const absl::Status& result) const {
+  if (!audit) return;
+  audit->info("who=\"{}\" action={} key_id=\"{}\" version={} algorithm={} result={}{}", who, action,
+              key_id, version, algorithm.empty() ? "-" : algorithm,
+              StatusCodeName(static_cast<grpc::StatusCode>(result.code())),
+              result.ok() ? "" : absl::StrCat(" reason=\"", result.message(), "\""));
+}
+
+RequestScope::RequestScope(ServiceContext* ctx, std::string rpc)
+    : ctx_(ctx), rpc_(std::move(rpc)), start_(std::chrono::steady_clock::now()) {
+  ctx_->inflight.fetch_add(1, std::memory_order_relaxed);
+  if (ctx_->metrics) ctx_->metrics->InflightAdd(1);
+}
+
+RequestScope::~RequestScope() {
+  if (!done_) Done(grpc::StatusCode::CANCELLED);
+}
+
+void RequestScope::Done(grpc::StatusCode code) {
+  if (done_) return;
+  done_ = true;
+  if (ctx_->metrics) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    ctx_->metrics->RecordRequest(rpc_, algorithm_, code, seconds);
+    ctx_->metrics->InflightAdd(-1);
+  }
+  ctx_->inflight.fetch_sub(1, std::memory_order_release);
+}
+
+// ---- Daemon ------------------------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name, const Config& config) {
+  auto logger =
+      std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  if (config.log_format == "json") {
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%v"})",
+                        spdlog::pattern_time_type::utc);
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %n: %v", spdlog::pattern_time_type::utc);
+  }
+  logger->set_level(spdlog::level::from_str(config.log_level));
+  logger->flush_on(spdlog::level::trace);
+  return logger;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << contents;
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int DaemonMain(int argc, char** argv) {
+  // Signals are taken by sigwait in this thread; every thread started later inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto parsed = ParseConfig(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << "pqcd: " << parsed.status().message() << "\nRun 'pqcd --help' for the flags.\n";
+    return 2;
+  }
+  if (parsed->exit_now) {
+    std::cout << parsed->output;
+    return parsed->exit_code;
+  }
+  const Config config = parsed->config;
+  auto log = MakeLogger("pqcd", config);
+  auto audit = MakeLogger("audit", config);
+  log->info("pqcd {} starting, config {}", PQCD_VERSION, ConfigToJson(config));
+
+  // Kernel backend.
+  kernels::Isa isa = kernels::BestSupportedIsa();
+  if (config.isa != "auto") {
+    auto parsed_isa = kernels::ParseIsa(config.isa);
+    if (!parsed_isa.ok() || !kernels::IsaSupported(*parsed_isa)) {
+      log->critical("--isa {}: not supported by this CPU/OS (best: {})", config.isa,
+                    kernels::IsaName(kernels::BestSupportedIsa()));
+      return 1;
+    }
+    isa = *parsed_isa;
+  }
+  if (auto s = kernels::SetActiveIsa(isa); !s.ok()) {
+    log->critical("cannot select ISA {}: {}", kernels::IsaName(isa), std::string(s.message()));
+    return 1;
+  }
+  const std::string isa_name(kernels::IsaName(kernels::ActiveIsa()));
+
+  Metrics metrics(PQCD_VERSION, isa_name);
+
+  // Key store.
+  KeyStoreOptions ks_options;
+  ks_options.data_dir = config.data_dir;
+  ks_options.kek_file = config.kek_file;
+  LoadReport report;
+  auto store = KeyStore::Open(ks_options, &report);
+  if (!store.ok()) {
+    log->critical("cannot open the key store: {}", std::string(store.status().message()));
+    return 1;
+  }
+  if (config.data_dir.empty()) {
+    log->warn("no --data-dir: held keys are kept in memory only and are lost when pqcd exits");
+  } else {
+    log->info("key store {}: {} key versions loaded, {} corrupted record(s) skipped",
+              config.data_dir, report.loaded, report.corrupted);
+    for (const auto& problem : report.problems) log->error("key store: {}", problem);
+  }
+  metrics.SetHeldKeysSource([ks = store->get()] { return ks->size(); });
+
+  // Engine.
+  engine::EngineOptions eo;
+  eo.workers = config.workers;
+  eo.queue_capacity = config.queue_capacity;
+  eo.max_batch = config.max_batch;
+  eo.pqc_executor = engine::PqcKernelExecutor();
+  auto engine = engine::Engine::Create(eo);
+  if (!engine.ok()) {
+    log->critical("cannot start the engine: {}", std::string(engine.status().message()));
+    return 1;
+  }
+  metrics.SetEngine(engine->get());
+  log->info("engine: {} worker(s) on {} NUMA node(s), queue capacity {}, max batch {}, isa {}",
+            (*engine)->workers().size(), (*engine)->num_nodes(), config.queue_capacity,
+            config.max_batch, isa_name);
+
+  // Self-test before serving.
+  int tests = 0;
+  if (auto s = RunSelfTest(**engine, &tests); !s.ok()) {
+    log->critical("{}; refusing to serve", std::string(s.message()));
+    (*engine)->Shutdown(engine::ShutdownMode::kAbort);
+    return 1;
+  }
+  metrics.SetSelfTestPassed(true);
+  log->info("self-test passed: {} known-answer tests on isa {}", tests, isa_name);
+
+  TaskRunner aux(2);
+  ServiceContext ctx;
+  ctx.config = &config;
+  ctx.engine = engine->get();
+  ctx.keys = store->get();
+  ctx.metrics = &metrics;
+  ctx.aux = &aux;
+  ctx.identity_policy.allow_insecure_tcp = config.allow_insecure_tcp;
+  ctx.identity_policy.admins = config.admins;
+  ctx.log = log;
+  ctx.audit = audit;
+  CryptoService crypto(&ctx);
+  KeysService keys(&ctx);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
+  builder.RegisterService(&crypto);
+  builder.RegisterService(&keys);
+
+  int tcp_port = 0;
+  if (!config.listen.empty()) {
+    std::shared_ptr<grpc::ServerCredentials> creds;
+    if (!config.tls_cert.empty()) {
+      auto read = [&](const std::string& path, std::string* out) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return false;
+        out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        return true;
+      };
+      grpc::SslServerCredentialsOptions ssl(
+          config.tls_client_ca.empty()
+              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+      if (!read(config.tls_cert, &pair.cert_chain) || !read(config.tls_key, &pair.private_key)) {
+        log->critical("cannot read --tls-cert {} / --tls-key", config.tls_cert);
+        return 1;
+      }
+      if (!config.tls_client_ca.empty() && !read(config.tls_client_ca, &ssl.pem_root_certs)) {
+        log->critical("cannot read --tls-client-ca {}", config.tls_client_ca);
+        return 1;
+      }
+      ssl.pem_key_cert_pairs.push_back(std::move(pair));
+      creds = grpc::SslServerCredentials(ssl);
+    } else {
+      creds = grpc::InsecureServerCredentials();
+    }
+    builder.AddListeningPort(config.listen, creds, &tcp_port);
+  }
+  if (!config.unix_socket.empty()) {
+    ::unlink(config.unix_socket.c_str());  // a stale socket from an earlier run
+    builder.AddListeningPort("unix:" + config.unix_socket, grpc::InsecureServerCredentials());
+  }
+  const mode_t unix_mode = static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8));
+  // Create the socket with no more access than requested, then set the exact mode.
+  const mode_t old_umask = ::umask(static_cast<mode_t>(~unix_mode & 0777));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ::umask(old_umask);
+  if (!server || (!config.listen.empty() && tcp_port == 0)) {
+    log->critical("cannot listen on {}{}", config.listen.empty() ? "" : config.listen,
+                  config.unix_socket.empty() ? "" : " / unix:" + config.unix_socket);
+    return 1;
+  }
+  if (!config.unix_socket.empty() && ::chmod(config.unix_socket.c_str(), unix_mode) != 0) {
+    log->critical("cannot chmod {} to {}", config.unix_socket, config.unix_mode);
+    return 1;
+  }
+
+  int metrics_port = 0;
+  if (!config.metrics_listen.empty()) {
+    try {
+      metrics_port = metrics.Serve(config.metrics_listen);
+    } catch (const std::exception& e) {
+      log->critical("cannot serve metrics on {}: {}", config.metrics_listen, e.what());
+      return 1;
+    }
+  }
+
+  auto* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus("pqc.v1.Crypto", true);
+  health->SetServingStatus("pqc.v1.Keys", true);
+  if (!config.port_file.empty()) {
+    if (auto s =
+            WriteFileAtomically(config.port_file, absl::StrCat(tcp_port, "\n", metrics_port, "\n"));
+        !s.ok()) {
+      log->critical("--port-file: {}", std::string(s.message()));
+      return 1;
+    }
+  }
+  log->info(
+      "serving: tcp={} (port {}{}) unix={} metrics={} (port {}) identity={}",
+      config.listen.empty() ? "-" : config.listen, tcp_port,
+      config.tls_cert.empty() ? ", plaintext" : (config.tls_client_ca.empty() ? ", TLS" : ", mTLS"),
+      config.unix_socket.empty() ? "-" : config.unix_socket,
+      config.metrics_listen.empty() ? "-" : config.metrics_listen, metrics_port,
+      config.allow_insecure_tcp ? "anonymous callers may hold keys"
+                                : "anonymous callers may use given keys only");
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log->info("received {}: draining (grace period {} s)", strsignal(sig), config.grace_period_s);
+  ctx.draining.store(true);
+  metrics.SetDraining(true);
+  health->SetServingStatus(false);
+  health->SetServingStatus("pqc.v1.Crypto", false);
+  health->SetServingStatus("pqc.v1.Keys", false);
+
+  const auto grace_end = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(config.grace_period_s));
+  timespec poll{0, 10 * 1000 * 1000};
+  bool forced = false;
+  while (ctx.inflight.load(std::memory_order_acquire) > 0 &&
+         std::chrono::steady_clock::now() < grace_end) {
+    if (sigtimedwait(&signals, nullptr, &poll) > 0) {
+      log->warn("second signal: stopping without waiting for in-flight requests");
+      forced = true;
+      break;
+    }
+  }
+  const int64_t left = ctx.inflight.load();
+  if (left > 0 && !forced) log->warn("grace period over: cancelling {} request(s)", left);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  log->debug("gRPC server shut down");
+  (*engine)->Shutdown(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain);
+  server->Wait();
+  aux.Stop();
+  log->debug("engine and task runner stopped");
+  metrics.SetEngine(nullptr);
+  metrics.SetHeldKeysSource(nullptr);
+  store->reset();  // zeroizes the held keys
+  if (!config.unix_socket.empty()) ::unlink(config.unix_socket.c_str());
+  server.reset();
+  engine->reset();
+  log->info("stopped");
+  log->flush();
+  audit->flush();
+  std::fflush(nullptr);
+  // Everything that matters is done (requests answered, keys zeroized, logs flushed). Skip the
+  // metrics endpoint's teardown: civetweb's mg_stop waits out a 2-second poll quantum.
+  std::_Exit(0);
+}
+
+}  // namespace pqcd::server

@@ -1,0 +1,87 @@
+// Test fixture: runs the real pqcd binary as a child process (posix_spawn), waits for it to listen
+// and report health SERVING, and talks to it over real gRPC channels.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "pqc/v1/crypto.grpc.pb.h"
+#include "pqc/v1/keys.grpc.pb.h"
+
+namespace pqcd::testing {
+
+// A temporary directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class Daemon {
+ public:
+  Daemon() = default;
+  ~Daemon();  // kills the daemon if it still runs
+
+  // Starts pqcd with `args` plus --listen 127.0.0.1:0 (unless args has --listen),
+  // --metrics-listen 127.0.0.1:0, --port-file and --workers 2 (unless given). Returns false (and
+  // records the log) when it does not become SERVING within `timeout`.
+  bool Start(std::vector<std::string> args,
+             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Starts and expects the process to exit (bad config, self-test failure): returns its exit code.
+  int RunToExit(std::vector<std::string> args,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // SIGTERM (drain) and wait: returns the exit code (-signal if killed by a signal).
+  int Terminate(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  void Signal(int sig);
+  // Waits for the exit; returns the code or -signal; -1000 on timeout.
+  int Wait(std::chrono::milliseconds timeout);
+  void Kill9();
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string log() const;  // the daemon's stderr so far
+  const TempDir& dir() const { return dir_; }
+
+  std::shared_ptr<grpc::Channel> Channel() const;  // plaintext TCP
+  std::unique_ptr<pqc::v1::Crypto::Stub> Crypto() const;
+  std::unique_ptr<pqc::v1::Keys::Stub> Keys() const;
+  // grpc.health.v1 check of the empty service name: "SERVING", "NOT_SERVING", or an error text.
+  static std::string Health(const std::shared_ptr<grpc::Channel>& channel);
+
+ private:
+  bool Spawn(std::vector<std::string> args);
+  TempDir dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  int runs_ = 0;
+  std::string log_path_;
+};
+
+// HTTP GET of http://127.0.0.1:port/path; returns the body ("" on failure).
+std::string HttpGet(int port, const std::string& path);
+// Value of a sample line "name{labels} value" ("name value" when labels empty); -1 if absent.
+double MetricValue(const std::string& text, const std::string& name_and_labels);
+
+// Runs a shell command; returns its exit status.
+int Shell(const std::string& command);
+
+std::string Bytes(const std::vector<uint8_t>& v);
+std::vector<uint8_t> Vec(const std::string& s);
+
+}  // namespace pqcd::testing

@@ -1,0 +1,275 @@
+// Operations: metrics after a known workload (and promtool), drain on SIGTERM, flags / environment
+// / config file, --help and --version, self-test reporting.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "daemon_fixture.h"
+#include "grpcpp/impl/codegen/sync_stream.h"
+#include "gtest/gtest.h"
+
+namespace pqcd::testing {
+namespace {
+
+using namespace pqc::v1;
+
+std::unique_ptr<grpc::ClientContext> Ctx() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return ctx;
+}
+
+TEST(OpsTest, HelpAndVersion) {
+  Daemon d;
+  EXPECT_EQ(d.RunToExit({"--help"}), 0);
+  const std::string help = d.log();
+  for (const char* flag : {"--listen",
+                           "--unix",
+                           "--unix-mode",
+                           "--tls-cert",
+                           "--tls-key",
+                           "--tls-client-ca",
+                           "--allow-insecure-tcp",
+                           "--admin",
+                           "--data-dir",
+                           "--kek-file",
+                           "--metrics-listen",
+                           "--workers",
+                           "--queue-capacity",
+                           "--max-batch",
+                           "--isa",
+                           "--log-level",
+                           "--config",
+                           "--grace-period",
+                           "--max-message-bytes",
+                           "--port-file",
+                           "PQCD_"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  Daemon v;
+  EXPECT_EQ(v.RunToExit({"--version"}), 0);
+  EXPECT_NE(v.log().find("pqcd "), std::string::npos) << v.log();
+  Daemon bad;
+  EXPECT_EQ(bad.RunToExit({"--isa", "sse9"}), 2);
+  Daemon nokek;
+  EXPECT_EQ(nokek.RunToExit({"--data-dir", "/tmp/nowhere"}), 2);
+  EXPECT_NE(nokek.log().find("--kek-file"), std::string::npos) << nokek.log();
+}
+
+TEST(OpsTest, ConfigFileAndEnvironment) {
+  TempDir tmp;
+  std::string sock = tmp / "cfg.sock";
+  {
+    std::ofstream cfg(tmp / "pqcd.json");
+    cfg << R"({"unix": ")" << sock << R"(", "unix_mode": "0640", "log-level": "info",
+              "max-batch": 8, "admin": ["a1", "a2"]})";
+  }
+  ::setenv("PQCD_QUEUE_CAPACITY", "128", 1);
+  ::setenv("PQCD_UNIX_MODE", "0604", 1);  // environment beats the config file
+  Daemon d;
+  bool started = d.Start({"--config", tmp / "pqcd.json"});
+  ::unsetenv("PQCD_QUEUE_CAPACITY");
+  ::unsetenv("PQCD_UNIX_MODE");
+  ASSERT_TRUE(started);
+  struct stat st {};
+  ASSERT_EQ(::stat(sock.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0604u);
+  const std::string log = d.log();
+  EXPECT_NE(log.find("\"queue_capacity\":128"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"max_batch\":8"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"admin\":[\"a1\",\"a2\"]"), std::string::npos) << log;
+  EXPECT_NE(log.find("self-test passed"), std::string::npos) << log;
+  std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "pqcd_selftest_passed"), 1);
+  EXPECT_EQ(MetricValue(metrics, "pqcd_queue_capacity{node=\"0\"}"), 128) << metrics;
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+TEST(OpsTest, MetricsAddUpAndPassPromtool) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--allow-insecure-tcp"}));
+  std::string before = HttpGet(d.metrics_port(), "/metrics");
+  ASSERT_FALSE(before.empty());
+  const double hash_ops0 =
+      MetricValue(before, "pqcd_operations_total{algorithm=\"SHA3-256\",operation=\"hash\"}");
+  const double kg_ops0 =
+      MetricValue(before, "pqcd_operations_total{algorithm=\"ML-KEM-768\",operation=\"keygen\"}");
+  EXPECT_GE(hash_ops0, 1);  // the self-test ran through the engine
+  EXPECT_GE(kg_ops0, 1);
+
+  auto stub = d.Crypto();
+  for (int i = 0; i < 10; ++i) {
+    HashRequest hr;
+    hr.set_algorithm(SHA3_256);
+    hr.set_data("x");
+    HashResponse h;
+    ASSERT_TRUE(stub->Hash(Ctx().get(), hr, &h).ok());
+  }
+  for (int i = 0; i < 5; ++i) {
+    KeyGenRequest kg;
+    kg.set_algorithm(ML_KEM_768);
+    kg.set_hold(i == 0);
+    KeyGenResponse r;
+    ASSERT_TRUE(stub->KeyGen(Ctx().get(), kg, &r).ok());
+  }
+  for (int i = 0; i < 3; ++i) {
+    EncapsRequest er;
+    er.set_algorithm(ML_KEM_768);
+    er.set_public_key("bad");
+    EncapsResponse e;
+    EXPECT_EQ(stub->Encaps(Ctx().get(), er, &e).error_code(), grpc::INVALID_ARGUMENT);
+  }
+  BatchRequest batch;
+  for (int i = 0; i < 4; ++i) {
+    auto* h = batch.add_operations()->mutable_hash();
+    h->set_algorithm(SHA3_256);
+  }
+  BatchResponse br;
+  ASSERT_TRUE(stub->Batch(Ctx().get(), batch, &br).ok());
+
+  const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(m, "pqcd_requests_total{algorithm=\"SHA3-256\",code=\"OK\",rpc=\"Hash\"}"),
+            10)
+      << m;
+  EXPECT_EQ(
+      MetricValue(m, "pqcd_requests_total{algorithm=\"ML-KEM-768\",code=\"OK\",rpc=\"KeyGen\"}"),
+      5);
+  EXPECT_EQ(
+      MetricValue(
+          m,
+          "pqcd_requests_total{algorithm=\"ML-KEM-768\",code=\"INVALID_ARGUMENT\",rpc=\"Encaps\"}"),
+      3);
+  EXPECT_EQ(MetricValue(m, "pqcd_requests_total{algorithm=\"mixed\",code=\"OK\",rpc=\"Batch\"}"),
+            1);
+  EXPECT_EQ(MetricValue(m, "pqcd_operations_total{algorithm=\"SHA3-256\",operation=\"hash\"}"),
+            hash_ops0 + 14);
+  EXPECT_EQ(MetricValue(m, "pqcd_operations_total{algorithm=\"ML-KEM-768\",operation=\"keygen\"}"),
+            kg_ops0 + 5);
+  EXPECT_EQ(
+      MetricValue(m, "pqcd_queue_wait_seconds_count{algorithm=\"SHA3-256\",operation=\"hash\"}"),
+      hash_ops0 + 14);
+  EXPECT_EQ(
+      MetricValue(m, "pqcd_compute_seconds_count{algorithm=\"ML-KEM-768\",operation=\"keygen\"}"),
+      kg_ops0 + 5);
+  EXPECT_EQ(MetricValue(m, "pqcd_request_duration_seconds_count{rpc=\"Hash\"}"), 10);
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys"), 1);
+  EXPECT_EQ(MetricValue(m, "pqcd_inflight_requests"), 0);
+  EXPECT_EQ(MetricValue(m, "pqcd_draining"), 0);
+  EXPECT_EQ(MetricValue(m, "pqcd_jobs_total{outcome=\"rejected\"}"), 0);
+  EXPECT_GT(MetricValue(m, "pqcd_jobs_total{outcome=\"done\"}"), 0);
+  EXPECT_EQ(MetricValue(m, "pqcd_workers{node=\"0\"}") >= 1, true) << m;
+  EXPECT_NE(m.find("pqcd_build_info{isa=\""), std::string::npos);
+  EXPECT_NE(m.find("pqcd_batch_size_bucket{le=\"1\"}"), std::string::npos);
+  EXPECT_NE(m.find("pqcd_worker_busy_seconds_total{node=\"0\",worker=\"0\"}"), std::string::npos);
+
+  // promtool (Debian package prometheus) lints the exposition.
+  if (Shell("command -v promtool >/dev/null 2>&1") == 0) {
+    TempDir tmp;
+    {
+      std::ofstream out(tmp / "metrics.txt");
+      out << m;
+    }
+    EXPECT_EQ(Shell("promtool check metrics < " + (tmp / "metrics.txt") + " > " +
+                    (tmp / "promtool.txt") + " 2>&1"),
+              0);
+    std::ifstream in(tmp / "promtool.txt");
+    std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(out.empty()) << out;
+  } else {
+    GTEST_LOG_(WARNING) << "promtool not installed: lint skipped";
+  }
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+TEST(OpsTest, ServerReflectionListsTheServices) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({}));
+  auto channel = d.Channel();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                   grpc::internal::RpcMethod::BIDI_STREAMING);
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channel.get(), method, &ctx));
+  // ServerReflectionRequest{list_services: ""}: field 7, length 0.
+  const char request[] = {0x3a, 0x00};
+  grpc::Slice slice(request, sizeof(request));
+  grpc::ByteBuffer buffer(&slice, 1);
+  ASSERT_TRUE(stream->Write(buffer));
+  stream->WritesDone();
+  grpc::ByteBuffer response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  EXPECT_NE(bytes.find("pqc.v1.Crypto"), std::string::npos);
+  EXPECT_NE(bytes.find("pqc.v1.Keys"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+  while (stream->Read(&response)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+TEST(OpsTest, DrainOnSigtermAnswersInFlightAndExitsZero) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--grace-period", "20"}));
+  auto stub = d.Crypto();
+  // An open HashStream is an in-flight request.
+  HashResponse resp;
+  auto ctx = Ctx();
+  auto writer = stub->HashStream(ctx.get(), &resp);
+  HashStreamRequest first;
+  first.set_algorithm(SHA3_512);
+  first.set_data("part one;");
+  ASSERT_TRUE(writer->Write(first));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  d.Signal(SIGTERM);
+  auto channel = d.Channel();
+  std::string health;
+  for (int i = 0; i < 200 && health != "NOT_SERVING"; ++i) {
+    health = Daemon::Health(channel);
+    if (health != "NOT_SERVING") std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(health, "NOT_SERVING");
+  HashRequest hr;
+  hr.set_algorithm(SHA256);
+  HashResponse h;
+  EXPECT_EQ(stub->Hash(Ctx().get(), hr, &h).error_code(), grpc::UNAVAILABLE);
+  std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "pqcd_draining"), 1);
+  EXPECT_EQ(MetricValue(metrics, "pqcd_inflight_requests"), 1);
+
+  HashStreamRequest second;
+  second.set_data("part two");
+  ASSERT_TRUE(writer->Write(second));
+  writer->WritesDone();
+  auto s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.digest().size(), 64u);
+  EXPECT_EQ(d.Wait(std::chrono::seconds(20)), 0) << d.log();
+  EXPECT_NE(d.log().find("draining"), std::string::npos);
+}
+
+TEST(OpsTest, GracePeriodCancelsStuckRequests) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--grace-period", "0.3"}));
+  auto stub = d.Crypto();
+  HashResponse resp;
+  auto ctx = Ctx();
+  auto writer = stub->HashStream(ctx.get(), &resp);
+  HashStreamRequest first;
+  first.set_algorithm(SHA3_256);
+  ASSERT_TRUE(writer->Write(first));
+  d.Signal(SIGTERM);
+  EXPECT_EQ(d.Wait(std::chrono::seconds(20)), 0) << d.log();
+  EXPECT_FALSE(writer->Finish().ok());
+}
+
+}  // namespace
+}  // namespace pqcd::testing
