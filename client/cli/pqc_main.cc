@@ -1,0 +1,598 @@
+// pqc: command-line client of the pqcd daemon.
+//
+// Exit codes (stable, for scripts): 0 success, 1 verification failed (verify: invalid signature;
+// health: not SERVING), 2 usage or input error, 3 server or transport error.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "absl/time/time.h"
+#include "pqcd/client/client.h"
+
+namespace {
+
+using nlohmann::json;
+using pqcd::client::Algorithm;
+
+enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kServer = 3 };
+
+// An error that ends the command with an exit code.
+struct Exit {
+  int code;
+  std::string message;
+};
+
+struct Global {
+  std::string target = "127.0.0.1:50051";
+  bool tls = false;
+  std::string ca, cert, key, server_name;
+  double timeout_s = 30;
+  bool json = false;
+  std::string in_format = "raw";
+  std::string out_format;  // default: hex on stdout, raw in files
+};
+
+std::string ReadAll(std::istream& in) {
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Decode(const std::string& data, const std::string& format, const std::string& what) {
+  if (format == "raw") return data;
+  auto r = format == "hex" ? pqcd::client::HexDecode(data) : pqcd::client::Base64Decode(data);
+  if (!r.ok()) throw Exit{kUsage, what + ": " + std::string(r.status().message())};
+  return *std::move(r);
+}
+
+// Reads a file ("-" = stdin) and decodes it per --in-format.
+std::string ReadInput(const Global& g, const std::string& path, const std::string& what) {
+  std::string data;
+  if (path.empty() || path == "-") {
+    data = ReadAll(std::cin);
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Exit{kUsage, "cannot read " + what + " file '" + path + "'"};
+    data = ReadAll(in);
+  }
+  return Decode(data, g.in_format, what);
+}
+
+std::string Encode(const std::string& bytes, const std::string& format) {
+  if (format == "raw") return bytes;
+  if (format == "base64") return pqcd::client::Base64Encode(bytes);
+  return pqcd::client::HexEncode(bytes);
+}
+
+// Writes bytes to a file (default format raw) or stdout ("-": default hex plus a newline).
+void WriteOutput(const Global& g, const std::string& path, const std::string& bytes) {
+  if (path.empty() || path == "-") {
+    const std::string format = g.out_format.empty() ? "hex" : g.out_format;
+    std::cout << Encode(bytes, format);
+    if (format != "raw") std::cout << '\n';
+    std::cout.flush();
+    return;
+  }
+  const std::string format = g.out_format.empty() ? "raw" : g.out_format;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Exit{kUsage, "cannot write '" + path + "'"};
+  out << Encode(bytes, format);
+  if (format != "raw") out << '\n';
+  if (!out) throw Exit{kUsage, "cannot write '" + path + "'"};
+}
+
+std::string JsonBytes(const Global& g, const std::string& bytes) {
+  return Encode(bytes, g.out_format == "base64" ? "base64" : "hex");
+}
+
+Algorithm ParseAlg(const std::string& name) {
+  auto a = pqcd::client::ParseAlgorithm(name);
+  if (!a) throw Exit{kUsage, "unknown algorithm '" + name + "'"};
+  return *a;
+}
+
+std::map<std::string, std::string> ParseLabels(const std::vector<std::string>& labels) {
+  std::map<std::string, std::string> out;
+  for (const auto& l : labels) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) throw Exit{kUsage, "label '" + l + "' is not k=v"};
+    out[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  return out;
+}
+
+template <class T>
+T Check(absl::StatusOr<T> r) {
+  if (!r.ok()) {
+    throw Exit{kServer, std::string(absl::StatusCodeToString(r.status().code())) + ": " +
+                            std::string(r.status().message())};
+  }
+  return *std::move(r);
+}
+
+std::unique_ptr<pqcd::client::Client> Connect(const Global& g) {
+  pqcd::client::ClientOptions o;
+  o.targets.clear();
+  std::stringstream ss(g.target);
+  for (std::string t; std::getline(ss, t, ',');) {
+    if (!t.empty()) o.targets.push_back(t);
+  }
+  o.tls.enabled = g.tls || !g.ca.empty() || !g.cert.empty();
+  o.tls.ca_file = g.ca;
+  o.tls.cert_file = g.cert;
+  o.tls.key_file = g.key;
+  o.tls.server_name = g.server_name;
+  o.default_timeout = absl::Seconds(g.timeout_s);
+  auto c = pqcd::client::Client::Create(std::move(o));
+  if (!c.ok()) {
+    const int code = c.status().code() == absl::StatusCode::kInvalidArgument ||
+                             c.status().code() == absl::StatusCode::kNotFound
+                         ? kUsage
+                         : kServer;
+    throw Exit{code, std::string(c.status().message())};
+  }
+  return *std::move(c);
+}
+
+// The key of an operation: a file or a held key id.
+struct KeyArgs {
+  std::string file;
+  std::string key_id;
+  uint32_t version = 0;
+
+  void Add(CLI::App* cmd, const std::string& flag, const std::string& what) {
+    auto* f = cmd->add_option(flag, file, what + " file ('-' = stdin)");
+    auto* id = cmd->add_option("--key-id", key_id, "use the key held by the daemon under this id");
+    cmd->add_option("--key-version", version, "version of the held key (0 = newest)");
+    f->excludes(id);
+    id->excludes(f);
+  }
+  pqcd::client::Key Get(const Global& g, const std::string& what) const {
+    if (!key_id.empty()) return pqcd::client::Key::Held(key_id, version);
+    if (file.empty()) throw Exit{kUsage, "give the " + what + " (file) or --key-id"};
+    return pqcd::client::Key::Raw(ReadInput(g, file, what));
+  }
+};
+
+json KeyInfoJson(const Global& g, const pqcd::client::KeyInfo& k) {
+  return json{{"key_id", k.key_id},
+              {"version", k.version},
+              {"versions", k.versions},
+              {"algorithm", std::string(pqcd::client::AlgorithmName(k.algorithm))},
+              {"created", absl::FormatTime(absl::RFC3339_sec, k.created, absl::UTCTimeZone())},
+              {"owner", k.owner},
+              {"labels", k.labels},
+              {"public_key", JsonBytes(g, k.public_key)}};
+}
+
+void PrintKeyInfo(const Global& g, const pqcd::client::KeyInfo& k) {
+  if (g.json) {
+    std::cout << KeyInfoJson(g, k).dump(2) << '\n';
+    return;
+  }
+  std::cout << "key_id: " << k.key_id << "\nversion: " << k.version
+            << "\nalgorithm: " << pqcd::client::AlgorithmName(k.algorithm)
+            << "\ncreated: " << absl::FormatTime(absl::RFC3339_sec, k.created, absl::UTCTimeZone())
+            << "\nowner: " << k.owner << "\npublic_key: " << JsonBytes(g, k.public_key) << '\n';
+}
+
+std::string ContextOf(const std::string& text, const std::string& hex) {
+  if (!hex.empty()) return Decode(hex, "hex", "--context-hex");
+  return text;
+}
+
+pqcd::client::PreHash ParsePh(const std::string& name) {
+  if (name.empty()) return pqcd::client::PreHash::kNone;
+  auto p = pqcd::client::ParsePreHash(name);
+  if (!p) throw Exit{kUsage, "unknown pre-hash '" + name + "'"};
+  return *p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Global g;
+  CLI::App app{
+      "pqc: command-line client of the pqcd post-quantum crypto daemon (ML-KEM, ML-DSA, "
+      "SHA-3/SHAKE, SM3, SHA-2).\n"
+      "Exit codes: 0 ok, 1 verification failed / not serving, 2 usage or input error, "
+      "3 server or transport error.",
+      "pqc"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--target,-t", g.target,
+                 "daemon address: host:port or unix:PATH (several, comma-separated: round robin)")
+      ->envname("PQC_TARGET")
+      ->capture_default_str();
+  app.add_flag("--tls", g.tls, "use TLS (implied by --ca/--cert)");
+  app.add_option("--ca", g.ca, "PEM file of the CA that signed the daemon's certificate");
+  app.add_option("--cert", g.cert, "client certificate (PEM) for mTLS");
+  app.add_option("--key", g.key, "client private key (PEM) for mTLS");
+  app.add_option("--server-name", g.server_name, "name to check in the daemon's certificate");
+  app.add_option("--timeout", g.timeout_s, "deadline of each call, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--json", g.json,
+               "print results as JSON (bytes in hex, or base64 with --out-format)");
+  app.add_option("--in-format", g.in_format, "encoding of input files and stdin")
+      ->check(CLI::IsMember({"raw", "hex", "base64"}))
+      ->capture_default_str();
+  app.add_option("--out-format", g.out_format,
+                 "encoding of outputs (default: hex on stdout, raw in files)")
+      ->check(CLI::IsMember({"raw", "hex", "base64"}));
+
+  std::function<int()> action;
+
+  // keygen
+  struct {
+    std::string alg, seed, key_id, pub_out, priv_out, seed_out;
+    bool hold = false;
+    std::vector<std::string> labels;
+  } kg;
+  auto* keygen = app.add_subcommand("keygen", "generate an ML-KEM or ML-DSA key pair");
+  keygen->add_option("--alg,-a", kg.alg, "ML-KEM-512|768|1024, ML-DSA-44|65|87")->required();
+  keygen->add_option("--seed", kg.seed,
+                     "deterministic key generation from this seed (hex: ML-KEM 64 bytes d||z, "
+                     "ML-DSA 32 bytes xi)");
+  keygen->add_flag("--hold", kg.hold, "keep the private key in the daemon; print its key id");
+  keygen->add_option("--key-id", kg.key_id, "name of the held key (default: generated)");
+  keygen->add_option("--label", kg.labels, "label k=v of the held key (repeatable)");
+  keygen->add_option("--pub-out", kg.pub_out, "write the public key to this file");
+  keygen->add_option("--priv-out", kg.priv_out, "write the (expanded) private key to this file");
+  keygen->add_option("--seed-out", kg.seed_out, "write the private seed to this file");
+  keygen->callback([&] {
+    action = [&] {
+      pqcd::client::KeyGenOp op;
+      op.algorithm = ParseAlg(kg.alg);
+      if (!kg.seed.empty()) op.seed = Decode(kg.seed, "hex", "--seed");
+      op.hold = kg.hold;
+      op.key_id = kg.key_id;
+      op.labels = ParseLabels(kg.labels);
+      auto client = Connect(g);
+      auto kp = Check(client->KeyGen(op));
+      if (!kg.pub_out.empty()) WriteOutput(g, kg.pub_out, kp.public_key);
+      if (!kg.priv_out.empty()) WriteOutput(g, kg.priv_out, kp.private_key);
+      if (!kg.seed_out.empty()) WriteOutput(g, kg.seed_out, kp.seed);
+      if (g.json) {
+        json j{{"algorithm", std::string(pqcd::client::AlgorithmName(kp.algorithm))},
+               {"public_key", JsonBytes(g, kp.public_key)}};
+        if (!kp.key_id.empty()) {
+          j["key_id"] = kp.key_id;
+          j["key_version"] = kp.key_version;
+        } else {
+          j["private_key"] = JsonBytes(g, kp.private_key);
+          j["seed"] = JsonBytes(g, kp.seed);
+        }
+        std::cout << j.dump(2) << '\n';
+      } else if (!kp.key_id.empty()) {
+        std::cout << "key_id: " << kp.key_id << "\nkey_version: " << kp.key_version << '\n';
+        if (kg.pub_out.empty()) std::cout << "public_key: " << JsonBytes(g, kp.public_key) << '\n';
+      } else if (kg.pub_out.empty() && kg.priv_out.empty() && kg.seed_out.empty()) {
+        std::cout << "public_key: " << JsonBytes(g, kp.public_key)
+                  << "\nprivate_key: " << JsonBytes(g, kp.private_key)
+                  << "\nseed: " << JsonBytes(g, kp.seed) << '\n';
+      }
+      return kOk;
+    };
+  });
+
+  // encaps
+  struct {
+    std::string alg, ct_out, ss_out;
+    KeyArgs key;
+  } en;
+  auto* encaps = app.add_subcommand("encaps", "encapsulate a fresh shared secret (ML-KEM)");
+  encaps->add_option("--alg,-a", en.alg, "ML-KEM-512|768|1024")->required();
+  en.key.Add(encaps, "--pub", "encapsulation (public) key");
+  encaps->add_option("--ct-out", en.ct_out, "write the ciphertext here (default: stdout)");
+  encaps->add_option("--ss-out", en.ss_out, "write the shared secret here (default: stdout)");
+  encaps->callback([&] {
+    action = [&] {
+      pqcd::client::EncapsOp op{ParseAlg(en.alg), en.key.Get(g, "public key")};
+      auto client = Connect(g);
+      auto r = Check(client->Encaps(op));
+      if (!en.ct_out.empty()) WriteOutput(g, en.ct_out, r.ciphertext);
+      if (!en.ss_out.empty()) WriteOutput(g, en.ss_out, r.shared_secret);
+      if (g.json) {
+        std::cout << json{{"ciphertext", JsonBytes(g, r.ciphertext)},
+                          {"shared_secret", JsonBytes(g, r.shared_secret)}}
+                         .dump(2)
+                  << '\n';
+      } else if (en.ct_out.empty() || en.ss_out.empty()) {
+        if (en.ct_out.empty()) std::cout << "ciphertext: " << JsonBytes(g, r.ciphertext) << '\n';
+        if (en.ss_out.empty()) {
+          std::cout << "shared_secret: " << JsonBytes(g, r.shared_secret) << '\n';
+        }
+      }
+      return kOk;
+    };
+  });
+
+  // decaps
+  struct {
+    std::string alg, ct = "-", out;
+    KeyArgs key;
+  } de;
+  auto* decaps = app.add_subcommand("decaps", "decapsulate a ciphertext (ML-KEM)");
+  decaps->add_option("--alg,-a", de.alg, "ML-KEM-512|768|1024")->required();
+  de.key.Add(decaps, "--priv", "decapsulation (private) key or 64-byte seed");
+  decaps->add_option("--ct", de.ct, "ciphertext file ('-' = stdin)")->capture_default_str();
+  decaps->add_option("--out,-o", de.out, "write the shared secret here (default: stdout)");
+  decaps->callback([&] {
+    action = [&] {
+      pqcd::client::DecapsOp op{ParseAlg(de.alg), de.key.Get(g, "private key"),
+                                ReadInput(g, de.ct, "ciphertext")};
+      auto client = Connect(g);
+      auto r = Check(client->Decaps(op));
+      if (g.json) {
+        std::cout << json{{"shared_secret", JsonBytes(g, r.shared_secret)}}.dump(2) << '\n';
+        if (!de.out.empty()) WriteOutput(g, de.out, r.shared_secret);
+      } else {
+        WriteOutput(g, de.out, r.shared_secret);
+      }
+      return kOk;
+    };
+  });
+
+  // sign
+  struct {
+    std::string alg, in = "-", out, context, context_hex, prehash;
+    bool deterministic = false, external_mu = false;
+    KeyArgs key;
+  } sg;
+  auto* sign = app.add_subcommand("sign", "sign a message (ML-DSA, HashML-DSA)");
+  sign->add_option("--alg,-a", sg.alg, "ML-DSA-44|65|87")->required();
+  sg.key.Add(sign, "--priv", "private key or 32-byte seed");
+  sign->add_option("--in,-i", sg.in, "message file ('-' = stdin)")->capture_default_str();
+  sign->add_option("--out,-o", sg.out, "write the signature here (default: stdout)");
+  sign->add_option("--context", sg.context, "context string (0..255 bytes)");
+  sign->add_option("--context-hex", sg.context_hex, "context as hex");
+  sign->add_flag("--deterministic", sg.deterministic, "deterministic variant (rnd = 0^32)");
+  sign->add_option("--prehash", sg.prehash, "HashML-DSA pre-hash (SHA2-256, SHA3-512, ...)");
+  sign->add_flag("--external-mu", sg.external_mu, "the input is the 64-byte mu");
+  sign->callback([&] {
+    action = [&] {
+      pqcd::client::SignOp op;
+      op.algorithm = ParseAlg(sg.alg);
+      op.key = sg.key.Get(g, "private key");
+      op.message = ReadInput(g, sg.in, "message");
+      op.context = ContextOf(sg.context, sg.context_hex);
+      op.deterministic = sg.deterministic;
+      op.pre_hash = ParsePh(sg.prehash);
+      op.external_mu = sg.external_mu;
+      auto client = Connect(g);
+      auto r = Check(client->Sign(op));
+      if (g.json) {
+        std::cout << json{{"signature", JsonBytes(g, r.signature)}}.dump(2) << '\n';
+        if (!sg.out.empty()) WriteOutput(g, sg.out, r.signature);
+      } else {
+        WriteOutput(g, sg.out, r.signature);
+      }
+      return kOk;
+    };
+  });
+
+  // verify
+  struct {
+    std::string alg, in = "-", sig, context, context_hex, prehash;
+    bool external_mu = false;
+    KeyArgs key;
+  } vf;
+  auto* verify = app.add_subcommand("verify", "verify a signature (exit 0 valid, 1 invalid)");
+  verify->add_option("--alg,-a", vf.alg, "ML-DSA-44|65|87")->required();
+  vf.key.Add(verify, "--pub", "public key");
+  verify->add_option("--sig,-s", vf.sig, "signature file")->required();
+  verify->add_option("--in,-i", vf.in, "message file ('-' = stdin)")->capture_default_str();
+  verify->add_option("--context", vf.context, "context string (0..255 bytes)");
+  verify->add_option("--context-hex", vf.context_hex, "context as hex");
+  verify->add_option("--prehash", vf.prehash, "HashML-DSA pre-hash");
+  verify->add_flag("--external-mu", vf.external_mu, "the input is the 64-byte mu");
+  verify->callback([&] {
+    action = [&] {
+      pqcd::client::VerifyOp op;
+      op.algorithm = ParseAlg(vf.alg);
+      op.key = vf.key.Get(g, "public key");
+      op.signature = ReadInput(g, vf.sig, "signature");
+      op.message = ReadInput(g, vf.in, "message");
+      op.context = ContextOf(vf.context, vf.context_hex);
+      op.pre_hash = ParsePh(vf.prehash);
+      op.external_mu = vf.external_mu;
+      auto client = Connect(g);
+      auto r = Check(client->Verify(op));
+      if (g.json) {
+        std::cout << json{{"valid", r.valid}}.dump(2) << '\n';
+      } else {
+        std::cout << (r.valid ? "valid" : "invalid") << '\n';
+      }
+      return r.valid ? kOk : kFailed;
+    };
+  });
+
+  // hash
+  struct {
+    std::string alg, in = "-", out, text;
+    bool has_text = false;
+    uint32_t length = 0;
+  } hs;
+  auto* hash = app.add_subcommand("hash", "hash a file or stdin (streamed, any size)");
+  hash->add_option("--alg,-a", hs.alg,
+                   "SHA3-224|256|384|512, SHAKE128|256, SM3, SHA2-224|256|384|512|512/224|512/256")
+      ->required();
+  hash->add_option("--in,-i", hs.in, "input file ('-' = stdin)")->capture_default_str();
+  auto* text_opt = hash->add_option("--text", hs.text, "hash this string instead of a file");
+  hash->add_option("--length,-l", hs.length, "SHAKE output length in bytes");
+  hash->add_option("--out,-o", hs.out, "write the digest here (default: stdout)");
+  hash->callback([&] {
+    action = [&] {
+      const Algorithm alg = ParseAlg(hs.alg);
+      auto client = Connect(g);
+      pqcd::client::HashResult r;
+      if (text_opt->count() > 0) {
+        r = Check(client->Hash({alg, hs.text, hs.length}));
+      } else if (g.in_format == "raw") {
+        std::ifstream file;
+        std::istream* in = &std::cin;
+        if (!hs.in.empty() && hs.in != "-") {
+          file.open(hs.in, std::ios::binary);
+          if (!file) throw Exit{kUsage, "cannot read input file '" + hs.in + "'"};
+          in = &file;
+        }
+        r = Check(client->HashStream(alg, *in, hs.length));
+      } else {
+        const std::string data = ReadInput(g, hs.in, "input");
+        size_t pos = 0;
+        r = Check(client->HashStream(
+            alg,
+            [&](std::string* chunk) {
+              if (pos >= data.size() && pos > 0) return false;
+              *chunk = data.substr(pos, 1 << 20);
+              pos += std::max<size_t>(chunk->size(), 1);
+              return true;
+            },
+            hs.length));
+      }
+      if (g.json) {
+        std::cout << json{{"algorithm", std::string(pqcd::client::AlgorithmName(alg))},
+                          {"digest", JsonBytes(g, r.digest)}}
+                         .dump(2)
+                  << '\n';
+        if (!hs.out.empty()) WriteOutput(g, hs.out, r.digest);
+      } else {
+        WriteOutput(g, hs.out, r.digest);
+      }
+      return kOk;
+    };
+  });
+
+  // keys
+  auto* keys = app.add_subcommand("keys", "manage keys held by the daemon");
+  keys->require_subcommand(1);
+  std::vector<std::string> list_labels;
+  auto* klist = keys->add_subcommand("list", "list held keys");
+  klist->add_option("--label", list_labels, "only keys with this label k=v (repeatable)");
+  klist->callback([&] {
+    action = [&] {
+      auto client = Connect(g);
+      auto ks = Check(client->ListKeys(ParseLabels(list_labels)));
+      if (g.json) {
+        json arr = json::array();
+        for (const auto& k : ks) arr.push_back(KeyInfoJson(g, k));
+        std::cout << json{{"keys", arr}}.dump(2) << '\n';
+      } else {
+        for (const auto& k : ks) {
+          std::cout << k.key_id << '\t' << pqcd::client::AlgorithmName(k.algorithm) << "\tv"
+                    << k.version << '\t' << k.owner << '\n';
+        }
+      }
+      return kOk;
+    };
+  });
+  std::string kid;
+  uint32_t kversion = 0;
+  auto* kget = keys->add_subcommand("get", "show a held key and its public key");
+  kget->add_option("key_id", kid, "key id")->required();
+  kget->add_option("--version", kversion, "version (0 = newest)");
+  kget->callback([&] {
+    action = [&] {
+      auto client = Connect(g);
+      PrintKeyInfo(g, Check(client->GetPublicKey(kid, kversion)));
+      return kOk;
+    };
+  });
+  auto* kdel = keys->add_subcommand("delete", "delete a held key (all versions, or --version)");
+  kdel->add_option("key_id", kid, "key id")->required();
+  kdel->add_option("--version", kversion, "only this version");
+  kdel->callback([&] {
+    action = [&] {
+      auto client = Connect(g);
+      const uint32_t n = Check(client->DeleteKey(kid, kversion));
+      if (g.json) {
+        std::cout << json{{"deleted_versions", n}}.dump(2) << '\n';
+      } else {
+        std::cout << "deleted_versions: " << n << '\n';
+      }
+      return kOk;
+    };
+  });
+  struct {
+    std::string alg, priv, pub, key_id;
+    std::vector<std::string> labels;
+  } im;
+  auto* kimp = keys->add_subcommand("import", "import a private key into the daemon");
+  kimp->add_option("--alg,-a", im.alg, "algorithm")->required();
+  kimp->add_option("--priv", im.priv, "private key or seed file ('-' = stdin)")->required();
+  kimp->add_option("--pub", im.pub, "public key file (needed for an expanded ML-DSA key)");
+  kimp->add_option("--key-id", im.key_id, "name of the key (default: generated)");
+  kimp->add_option("--label", im.labels, "label k=v (repeatable)");
+  kimp->callback([&] {
+    action = [&] {
+      pqcd::client::ImportKeyOp op;
+      op.algorithm = ParseAlg(im.alg);
+      op.private_key = ReadInput(g, im.priv, "private key");
+      if (!im.pub.empty()) op.public_key = ReadInput(g, im.pub, "public key");
+      op.key_id = im.key_id;
+      op.labels = ParseLabels(im.labels);
+      auto client = Connect(g);
+      PrintKeyInfo(g, Check(client->ImportKey(op)));
+      return kOk;
+    };
+  });
+  auto* krot = keys->add_subcommand("rotate", "create a new version of a held key");
+  krot->add_option("key_id", kid, "key id")->required();
+  krot->callback([&] {
+    action = [&] {
+      auto client = Connect(g);
+      PrintKeyInfo(g, Check(client->RotateKey(kid)));
+      return kOk;
+    };
+  });
+
+  // health
+  std::string service;
+  double wait_s = 0;
+  auto* health = app.add_subcommand("health",
+                                    "ask the daemon's grpc.health.v1 status "
+                                    "(exit 0 SERVING, 1 not serving, 3 unreachable)");
+  health->add_option("--service", service, "service name (default: the whole server)");
+  health->add_option("--wait", wait_s, "wait up to this many seconds for SERVING");
+  health->callback([&] {
+    action = [&] {
+      auto client = Connect(g);
+      if (wait_s > 0) (void)client->WaitForServing(absl::Seconds(wait_s));
+      const auto h = Check(client->Health(service));
+      const std::string name(pqcd::client::HealthStatusName(h));
+      if (g.json) {
+        std::cout << json{{"status", name}}.dump(2) << '\n';
+      } else {
+        std::cout << name << '\n';
+      }
+      return h == pqcd::client::HealthStatus::kServing ? kOk : kFailed;
+    };
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    (void)app.exit(e);
+    return kUsage;
+  }
+  if (!action) return kUsage;
+  try {
+    return action();
+  } catch (const Exit& e) {
+    std::cerr << "pqc: " << (e.code == kUsage ? "error: " : "") << e.message << '\n';
+    return e.code;
+  }
+}

@@ -1,0 +1,188 @@
+// The pqcd C++ client: typed calls for every RPC of pqc.v1.Crypto and pqc.v1.Keys, sync and async,
+// Batch and Stream helpers, health checks. It hides the generated gRPC stubs.
+//
+//   auto client = pqcd::client::Client::Create({.targets = {"unix:/run/pqcd.sock"}});
+//   auto kp = (*client)->KeyGen({.algorithm = Algorithm::kMlKem768});
+//
+// Every call has a deadline (CallOptions::timeout, else ClientOptions::default_timeout; never
+// infinite). A call is retried only when it failed with UNAVAILABLE before it was sent to any
+// daemon (no connection could be picked), so no operation ever runs twice. Errors are absl::Status
+// values whose codes are the gRPC codes one-to-one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "pqcd/client/types.h"
+
+namespace pqcd::client {
+
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;      // PEM roots; empty: the system roots
+  std::string cert_file;    // client certificate chain (mTLS), PEM
+  std::string key_file;     // client private key (mTLS), PEM
+  std::string server_name;  // overrides the name checked against the server certificate
+};
+
+struct ClientOptions {
+  // "host:port", "[v6]:port", "unix:/path" (or unix:///path), or any gRPC target URI
+  // ("dns:///name:port", "ipv4:a:p,b:p"). Several targets form one round_robin channel.
+  std::vector<std::string> targets = {"127.0.0.1:50051"};
+  TlsOptions tls;
+  absl::Duration default_timeout = absl::Seconds(30);
+  // Deadline of a Stream (it covers the whole stream) when CallOptions gives none.
+  absl::Duration default_stream_timeout = absl::Hours(1);
+  // Attempts for a call that fails with UNAVAILABLE before it was sent (1 = no retry).
+  int max_attempts = 5;
+  absl::Duration initial_backoff = absl::Milliseconds(50);
+  absl::Duration max_backoff = absl::Seconds(1);
+  // Independent channels (HTTP/2 connections per daemon); calls are spread over them.
+  int channels = 1;
+  // gRPC load-balancing policy over the targets' addresses.
+  std::string load_balancing = "round_robin";
+  int max_message_bytes = 64 << 20;
+};
+
+struct CallOptions {
+  // Zero or negative: the client's default; infinite values are replaced by the default.
+  absl::Duration timeout = absl::ZeroDuration();
+  // Queue the call while no daemon is reachable, until the deadline.
+  bool wait_for_ready = false;
+};
+
+template <class T>
+using Callback = absl::AnyInvocable<void(absl::StatusOr<T>)>;
+
+using BatchResults = std::vector<absl::StatusOr<Result>>;
+
+struct PipelineOptions {
+  size_t batch_size = 64;   // operations per Batch RPC
+  size_t max_inflight = 8;  // Batch RPCs in flight at once
+};
+
+class Stream;
+struct StreamOptions {
+  size_t max_inflight = 64;  // Submit blocks while this many operations are unanswered
+};
+
+class Client {
+ public:
+  static absl::StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const ClientOptions& options() const;
+  // The gRPC target URI that the channels were created with (after resolving several targets).
+  const std::string& channel_target() const;
+
+  // ---- Crypto, synchronous ------------------------------------------------------------------
+  absl::StatusOr<KeyPair> KeyGen(const KeyGenOp& op, const CallOptions& call = {});
+  absl::StatusOr<EncapsResult> Encaps(const EncapsOp& op, const CallOptions& call = {});
+  absl::StatusOr<DecapsResult> Decaps(const DecapsOp& op, const CallOptions& call = {});
+  absl::StatusOr<SignResult> Sign(const SignOp& op, const CallOptions& call = {});
+  absl::StatusOr<VerifyResult> Verify(const VerifyOp& op, const CallOptions& call = {});
+  absl::StatusOr<HashResult> Hash(const HashOp& op, const CallOptions& call = {});
+  // Client-streaming hash: next_chunk fills *chunk and returns true, or returns false at the end.
+  absl::StatusOr<HashResult> HashStream(Algorithm algorithm,
+                                        absl::FunctionRef<bool(std::string* chunk)> next_chunk,
+                                        uint32_t output_length = 0, const CallOptions& call = {});
+  absl::StatusOr<HashResult> HashStream(Algorithm algorithm, std::istream& in,
+                                        uint32_t output_length = 0, const CallOptions& call = {});
+  // One Batch RPC: one result per operation, in order (each with its own status).
+  absl::StatusOr<BatchResults> Batch(const std::vector<Operation>& ops,
+                                     const CallOptions& call = {});
+  // Any number of operations, split into Batch RPCs of options.batch_size with up to
+  // options.max_inflight in flight; results in order. A failed RPC fails the items it carried.
+  BatchResults RunPipelined(const std::vector<Operation>& ops, const PipelineOptions& options = {},
+                            const CallOptions& call = {});
+  // One operation through its own unary RPC.
+  absl::StatusOr<Result> Run(const Operation& op, const CallOptions& call = {});
+
+  // ---- Crypto, asynchronous (callbacks run on a gRPC thread; they must not block long) ------
+  void KeyGenAsync(KeyGenOp op, Callback<KeyPair> done, const CallOptions& call = {});
+  void EncapsAsync(EncapsOp op, Callback<EncapsResult> done, const CallOptions& call = {});
+  void DecapsAsync(DecapsOp op, Callback<DecapsResult> done, const CallOptions& call = {});
+  void SignAsync(SignOp op, Callback<SignResult> done, const CallOptions& call = {});
+  void VerifyAsync(VerifyOp op, Callback<VerifyResult> done, const CallOptions& call = {});
+  void HashAsync(HashOp op, Callback<HashResult> done, const CallOptions& call = {});
+  void HashStreamAsync(Algorithm algorithm, std::vector<std::string> chunks,
+                       Callback<HashResult> done, uint32_t output_length = 0,
+                       const CallOptions& call = {});
+  void BatchAsync(std::vector<Operation> ops, Callback<BatchResults> done,
+                  const CallOptions& call = {});
+  void RunAsync(Operation op, Callback<Result> done, const CallOptions& call = {});
+
+  // A bidirectional Stream: many operations pipelined over one call, answered as they finish.
+  absl::StatusOr<std::unique_ptr<Stream>> OpenStream(const StreamOptions& options = {},
+                                                     const CallOptions& call = {});
+
+  // ---- Keys ---------------------------------------------------------------------------------
+  absl::StatusOr<KeyInfo> GetPublicKey(const std::string& key_id, uint32_t version = 0,
+                                       const CallOptions& call = {});
+  absl::StatusOr<std::vector<KeyInfo>> ListKeys(
+      const std::map<std::string, std::string>& label_selector = {}, const CallOptions& call = {});
+  // Returns the number of versions deleted (version 0: every version).
+  absl::StatusOr<uint32_t> DeleteKey(const std::string& key_id, uint32_t version = 0,
+                                     const CallOptions& call = {});
+  absl::StatusOr<KeyInfo> ImportKey(const ImportKeyOp& op, const CallOptions& call = {});
+  absl::StatusOr<KeyInfo> RotateKey(const std::string& key_id, const CallOptions& call = {});
+
+  void GetPublicKeyAsync(std::string key_id, uint32_t version, Callback<KeyInfo> done,
+                         const CallOptions& call = {});
+  void ListKeysAsync(std::map<std::string, std::string> label_selector,
+                     Callback<std::vector<KeyInfo>> done, const CallOptions& call = {});
+  void DeleteKeyAsync(std::string key_id, uint32_t version, Callback<uint32_t> done,
+                      const CallOptions& call = {});
+  void ImportKeyAsync(ImportKeyOp op, Callback<KeyInfo> done, const CallOptions& call = {});
+  void RotateKeyAsync(std::string key_id, Callback<KeyInfo> done, const CallOptions& call = {});
+
+  // ---- Health (grpc.health.v1) ----------------------------------------------------------------
+  absl::StatusOr<HealthStatus> Health(const std::string& service = "",
+                                      const CallOptions& call = {});
+  // Polls Health until SERVING or the timeout passes.
+  absl::Status WaitForServing(absl::Duration timeout);
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A bidirectional Stream call. Submit and Finish may be called from any thread; answers arrive on
+// gRPC threads, possibly out of order. Do not call Submit from inside a callback of the same
+// stream (it may block for a free in-flight slot).
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Sends one operation; blocks while max_inflight operations are unanswered. Fails (and never
+  // calls done) when the stream has already ended.
+  virtual absl::Status Submit(Operation op, Callback<Result> done) = 0;
+  // Half-closes the stream, waits for every answer and returns the call's final status. Answers
+  // still missing when the call ends get that status (or UNAVAILABLE).
+  virtual absl::Status Finish() = 0;
+  // Operations submitted and not yet answered.
+  virtual size_t inflight() const = 0;
+};
+
+// Maps a gRPC status code number and message to absl::Status (the codes are equal).
+absl::Status StatusFromCode(int code, std::string_view message);
+
+// Builds the single gRPC target URI for the given targets (exposed for tests): one target is used
+// as given (a bare "unix:" path gets "unix:" kept); several are resolved to addresses and joined
+// into an "ipv4:"/"ipv6:"/"unix:" list.
+absl::StatusOr<std::string> BuildChannelTarget(const std::vector<std::string>& targets);
+
+}  // namespace pqcd::client

@@ -1,0 +1,209 @@
+// Client library pieces that need no network: names, encodings, channel targets, histogram.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "pqcd/client/client.h"
+#include "pqcd/client/histogram.h"
+#include "pqcd/client/types.h"
+
+namespace pqcd::client {
+namespace {
+
+TEST(Algorithms, NamesRoundTrip) {
+  for (Algorithm a : AllAlgorithms()) {
+    const std::string name(AlgorithmName(a));
+    auto parsed = ParseAlgorithm(name);
+    ASSERT_TRUE(parsed.has_value()) << name;
+    EXPECT_EQ(*parsed, a) << name;
+  }
+  EXPECT_EQ(AllAlgorithms().size(), 19u);
+}
+
+TEST(Algorithms, LenientSpellings) {
+  EXPECT_EQ(ParseAlgorithm("ml-kem-768"), Algorithm::kMlKem768);
+  EXPECT_EQ(ParseAlgorithm("MLKEM1024"), Algorithm::kMlKem1024);
+  EXPECT_EQ(ParseAlgorithm("ml_dsa_65"), Algorithm::kMlDsa65);
+  EXPECT_EQ(ParseAlgorithm("sha3-256"), Algorithm::kSha3_256);
+  EXPECT_EQ(ParseAlgorithm("SHA256"), Algorithm::kSha256);
+  EXPECT_EQ(ParseAlgorithm("sha2-256"), Algorithm::kSha256);
+  EXPECT_EQ(ParseAlgorithm("SHA224"), Algorithm::kSha224);
+  EXPECT_EQ(ParseAlgorithm("SHA-512/256"), Algorithm::kSha512_256);
+  EXPECT_EQ(ParseAlgorithm("shake256"), Algorithm::kShake256);
+  EXPECT_EQ(ParseAlgorithm("sm3"), Algorithm::kSm3);
+  EXPECT_FALSE(ParseAlgorithm("ML-KEM-769").has_value());
+  EXPECT_FALSE(ParseAlgorithm("").has_value());
+}
+
+TEST(Algorithms, Families) {
+  EXPECT_TRUE(IsKem(Algorithm::kMlKem512));
+  EXPECT_FALSE(IsKem(Algorithm::kMlDsa44));
+  EXPECT_TRUE(IsDsa(Algorithm::kMlDsa87));
+  EXPECT_TRUE(IsHash(Algorithm::kSm3));
+  EXPECT_FALSE(IsHash(Algorithm::kMlDsa87));
+  EXPECT_TRUE(IsXof(Algorithm::kShake128));
+  EXPECT_FALSE(IsXof(Algorithm::kSha3_256));
+}
+
+TEST(PreHashes, RoundTrip) {
+  for (int i = 0; i <= 12; ++i) {
+    const auto p = static_cast<PreHash>(i);
+    auto parsed = ParsePreHash(PreHashName(p));
+    ASSERT_TRUE(parsed.has_value()) << PreHashName(p);
+    EXPECT_EQ(*parsed, p);
+  }
+  EXPECT_EQ(ParsePreHash("sha2-256"), PreHash::kSha2_256);
+  EXPECT_EQ(ParsePreHash("SHAKE-128"), PreHash::kShake128);
+}
+
+TEST(Encodings, HexKnownAndErrors) {
+  EXPECT_EQ(HexEncode(std::string("\x00\x01\xab\xff", 4)), "0001abff");
+  EXPECT_EQ(*HexDecode("0001ABff"), std::string("\x00\x01\xab\xff", 4));
+  EXPECT_EQ(*HexDecode(" 00 01\nab\tff "), std::string("\x00\x01\xab\xff", 4));
+  EXPECT_EQ(*HexDecode(""), "");
+  EXPECT_EQ(HexDecode("abc").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HexDecode("zz").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Encodings, Base64KnownAnswers) {
+  // RFC 4648 §10.
+  const std::pair<std::string, std::string> cases[] = {
+      {"", ""},
+      {"f", "Zg=="},
+      {"fo", "Zm8="},
+      {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"},
+  };
+  for (const auto& [plain, b64] : cases) {
+    EXPECT_EQ(Base64Encode(plain), b64);
+    EXPECT_EQ(*Base64Decode(b64), plain);
+  }
+  EXPECT_EQ(*Base64Decode("Zm9vYg"), "foob");                   // padding optional
+  EXPECT_EQ(*Base64Decode("-_8"), std::string("\xfb\xff", 2));  // URL-safe alphabet
+  EXPECT_FALSE(Base64Decode("Zm9v!").ok());
+  EXPECT_FALSE(Base64Decode("Z").ok());
+}
+
+TEST(Encodings, RandomRoundTrips) {
+  std::mt19937_64 rng(7);
+  for (int n = 0; n < 200; ++n) {
+    std::string bytes(n, '\0');
+    for (auto& c : bytes) c = static_cast<char>(rng());
+    EXPECT_EQ(*HexDecode(HexEncode(bytes)), bytes);
+    EXPECT_EQ(*Base64Decode(Base64Encode(bytes)), bytes);
+  }
+}
+
+TEST(Status, CodesMapOneToOne) {
+  EXPECT_TRUE(StatusFromCode(0, "").ok());
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status s = StatusFromCode(code, "msg");
+    EXPECT_EQ(static_cast<int>(s.code()), code);
+    EXPECT_EQ(s.message(), "msg");
+  }
+  EXPECT_EQ(StatusFromCode(99, "x").code(), absl::StatusCode::kUnknown);
+}
+
+TEST(ChannelTarget, SingleTargetsKeptAsGiven) {
+  EXPECT_EQ(*BuildChannelTarget({"127.0.0.1:50051"}), "127.0.0.1:50051");
+  EXPECT_EQ(*BuildChannelTarget({"unix:/run/pqcd.sock"}), "unix:/run/pqcd.sock");
+  EXPECT_EQ(*BuildChannelTarget({"dns:///pqcd.svc:50051"}), "dns:///pqcd.svc:50051");
+  EXPECT_FALSE(BuildChannelTarget({}).ok());
+  EXPECT_FALSE(BuildChannelTarget({""}).ok());
+}
+
+TEST(ChannelTarget, SeveralTargetsBecomeOneAddressList) {
+  EXPECT_EQ(*BuildChannelTarget({"127.0.0.1:1", "127.0.0.2:2"}), "ipv4:127.0.0.1:1,127.0.0.2:2");
+  EXPECT_EQ(*BuildChannelTarget({"localhost:5", "127.0.0.1:6"}), "ipv4:127.0.0.1:5,127.0.0.1:6");
+  EXPECT_EQ(*BuildChannelTarget({"[::1]:7", "[::1]:8"}), "ipv6:[::1]:7,[::1]:8");
+  EXPECT_EQ(*BuildChannelTarget({"unix:/a.sock", "unix:///b.sock"}), "unix:/a.sock,/b.sock");
+  EXPECT_EQ(BuildChannelTarget({"unix:/a.sock", "127.0.0.1:1"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildChannelTarget({"127.0.0.1", "127.0.0.1:1"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildChannelTarget({"dns:///x:1", "127.0.0.1:1"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Histogram, BucketsCoverValuesContiguously) {
+  for (int b = 0; b + 1 < LatencyHistogram::kBuckets; ++b) {
+    ASSERT_EQ(LatencyHistogram::BucketHigh(b) + 1, LatencyHistogram::BucketLow(b + 1)) << b;
+  }
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t v = rng() >> (rng() % 64);
+    const int b = LatencyHistogram::BucketOf(v);
+    ASSERT_LE(LatencyHistogram::BucketLow(b), v);
+    ASSERT_GE(LatencyHistogram::BucketHigh(b), v);
+    // Relative width at most 1/64.
+    ASSERT_LE(LatencyHistogram::BucketHigh(b) - LatencyHistogram::BucketLow(b),
+              LatencyHistogram::BucketLow(b) / 64);
+  }
+  EXPECT_EQ(LatencyHistogram::BucketOf(UINT64_MAX), LatencyHistogram::kBuckets - 1);
+}
+
+TEST(Histogram, QuantilesOfAUniformRange) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.Quantile(0.5), 0u);
+  for (uint64_t v = 1; v <= 100000; ++v) h.Record(v * 1000);  // 1 us .. 100 ms
+  EXPECT_EQ(h.count(), 100000u);
+  EXPECT_EQ(h.min(), 1000u);
+  EXPECT_EQ(h.max(), 100000000u);
+  EXPECT_NEAR(h.mean(), 50000500.0, 1.0);
+  for (double q : {0.5, 0.9, 0.99, 0.999}) {
+    const double exact = q * 100000 * 1000;
+    const double got = static_cast<double>(h.Quantile(q));
+    EXPECT_GE(got, exact * (1 - 1e-9)) << q;
+    EXPECT_LE(got, exact * (1 + 1.0 / 64)) << q;
+  }
+  EXPECT_EQ(h.Quantile(1.0), h.max());
+}
+
+TEST(Histogram, MergeAndReset) {
+  LatencyHistogram a, b;
+  a.Record(10, 3);
+  b.Record(1000000);
+  a.Merge(b);
+  EXPECT_EQ(a.count(), 4u);
+  EXPECT_EQ(a.max(), 1000000u);
+  EXPECT_EQ(a.min(), 10u);
+  EXPECT_EQ(a.Quantile(0.5), 10u);
+  LatencyHistogram c(a);
+  EXPECT_EQ(c.count(), 4u);
+  a.Reset();
+  EXPECT_EQ(a.count(), 0u);
+  EXPECT_EQ(a.max(), 0u);
+  EXPECT_EQ(a.min(), 0u);
+}
+
+TEST(Client, CreateRejectsBadOptions) {
+  ClientOptions o;
+  o.targets = {};
+  EXPECT_EQ(Client::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.targets = {"127.0.0.1:1"};
+  o.tls.enabled = true;
+  o.tls.ca_file = "/nonexistent/ca.pem";
+  EXPECT_EQ(Client::Create(o).status().code(), absl::StatusCode::kNotFound);
+  o.tls.ca_file.clear();
+  o.tls.cert_file = "/nonexistent/cert.pem";
+  EXPECT_EQ(Client::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Client, UnreachableDaemonFailsFastWithUnavailable) {
+  ClientOptions o;
+  o.targets = {"127.0.0.1:1"};
+  o.max_attempts = 2;
+  auto c = Client::Create(o);
+  ASSERT_TRUE(c.ok());
+  CallOptions call;
+  call.timeout = absl::Seconds(10);
+  const absl::Time start = absl::Now();
+  auto r = (*c)->Hash({Algorithm::kSha3_256, "abc", 0}, call);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+}  // namespace
+}  // namespace pqcd::client
