@@ -30,7 +30,7 @@ if [[ -d engine ]]; then
   tsan_targets=$(ctest --test-dir build-tsan -N -L engine 2>/dev/null | awk '/Test +#/ {print $3}')
   # shellcheck disable=SC2086
   cmake --build build-tsan -j "$jobs" --target $tsan_targets
-  PQCD_STRESS_SCALE=${PQCD_STRESS_SCALE:-0.02} TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  PQCD_STRESS_SCALE=${PQCD_STRESS_SCALE:-0.1} TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan -L engine --output-on-failure -j "$jobs" --timeout 900
 fi
 echo "== all tests passed in $(($(date +%s) - start)) s"
