@@ -2,10 +2,14 @@
 //
 // Exit codes (stable, for scripts): 0 success, 1 verification failed (verify: invalid signature;
 // health: not SERVING), 2 usage or input error, 3 server or transport error.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -72,8 +76,11 @@ std::string Encode(const std::string& bytes, const std::string& format) {
   return pqcd::client::HexEncode(bytes);
 }
 
-// Writes bytes to a file (default format raw) or stdout ("-": default hex plus a newline).
-void WriteOutput(const Global& g, const std::string& path, const std::string& bytes) {
+// Writes bytes to a file (default format raw) or stdout ("-": default hex plus a newline). Secret
+// outputs (private keys, seeds, shared secrets) are created with mode 0600, and an existing file is
+// narrowed to 0600 before the secret is written into it.
+void WriteOutput(const Global& g, const std::string& path, const std::string& bytes,
+                 bool secret = false) {
   if (path.empty() || path == "-") {
     const std::string format = g.out_format.empty() ? "hex" : g.out_format;
     std::cout << Encode(bytes, format);
@@ -82,11 +89,24 @@ void WriteOutput(const Global& g, const std::string& path, const std::string& by
     return;
   }
   const std::string format = g.out_format.empty() ? "raw" : g.out_format;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Exit{kUsage, "cannot write '" + path + "'"};
-  out << Encode(bytes, format);
-  if (format != "raw") out << '\n';
-  if (!out) throw Exit{kUsage, "cannot write '" + path + "'"};
+  std::string data = Encode(bytes, format);
+  if (format != "raw") data += '\n';
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, secret ? 0600 : 0644);
+  if (fd < 0 || (secret && ::fchmod(fd, 0600) != 0)) {
+    if (fd >= 0) ::close(fd);
+    throw Exit{kUsage, "cannot write '" + path + "'"};
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = done == data.size() && ::close(fd) == 0;
+  if (secret) explicit_bzero(data.data(), data.size());
+  if (!ok) throw Exit{kUsage, "cannot write '" + path + "'"};
 }
 
 std::string JsonBytes(const Global& g, const std::string& bytes) {
@@ -259,8 +279,8 @@ int main(int argc, char** argv) {
       auto client = Connect(g);
       auto kp = Check(client->KeyGen(op));
       if (!kg.pub_out.empty()) WriteOutput(g, kg.pub_out, kp.public_key);
-      if (!kg.priv_out.empty()) WriteOutput(g, kg.priv_out, kp.private_key);
-      if (!kg.seed_out.empty()) WriteOutput(g, kg.seed_out, kp.seed);
+      if (!kg.priv_out.empty()) WriteOutput(g, kg.priv_out, kp.private_key, /*secret=*/true);
+      if (!kg.seed_out.empty()) WriteOutput(g, kg.seed_out, kp.seed, /*secret=*/true);
       if (g.json) {
         json j{{"algorithm", std::string(pqcd::client::AlgorithmName(kp.algorithm))},
                {"public_key", JsonBytes(g, kp.public_key)}};
@@ -300,7 +320,7 @@ int main(int argc, char** argv) {
       auto client = Connect(g);
       auto r = Check(client->Encaps(op));
       if (!en.ct_out.empty()) WriteOutput(g, en.ct_out, r.ciphertext);
-      if (!en.ss_out.empty()) WriteOutput(g, en.ss_out, r.shared_secret);
+      if (!en.ss_out.empty()) WriteOutput(g, en.ss_out, r.shared_secret, /*secret=*/true);
       if (g.json) {
         std::cout << json{{"ciphertext", JsonBytes(g, r.ciphertext)},
                           {"shared_secret", JsonBytes(g, r.shared_secret)}}
@@ -334,9 +354,9 @@ int main(int argc, char** argv) {
       auto r = Check(client->Decaps(op));
       if (g.json) {
         std::cout << json{{"shared_secret", JsonBytes(g, r.shared_secret)}}.dump(2) << '\n';
-        if (!de.out.empty()) WriteOutput(g, de.out, r.shared_secret);
+        if (!de.out.empty()) WriteOutput(g, de.out, r.shared_secret, /*secret=*/true);
       } else {
-        WriteOutput(g, de.out, r.shared_secret);
+        WriteOutput(g, de.out, r.shared_secret, /*secret=*/true);
       }
       return kOk;
     };
