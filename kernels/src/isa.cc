@@ -34,11 +34,11 @@ CpuFeatures Detect() {
   const bool ymm_state = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
   const bool zmm_state = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
-  const bool avx2 = (ebx >> 5) & 1, bmi2 = (ebx >> 8) & 1;
+  const bool bmi1 = (ebx >> 3) & 1, avx2 = (ebx >> 5) & 1, bmi2 = (ebx >> 8) & 1;
   const bool f512 = (ebx >> 16) & 1, dq = (ebx >> 17) & 1, ifma = (ebx >> 21) & 1;
   const bool bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1;
   const bool vbmi = (ecx >> 1) & 1;
-  f.avx2 = ymm_state && avx2 && bmi2;
+  f.avx2 = ymm_state && avx2 && bmi1 && bmi2;
   f.avx512 = f.avx2 && zmm_state && f512 && dq && bw && vl;
   f.avx512_vbmi = f.avx512 && vbmi;
   f.avx512_ifma = f.avx512 && ifma;

@@ -57,7 +57,8 @@ bool BackendSelfTestPasses(Isa isa) {
     case Isa::kPortable:
       return true;
     case Isa::kAvx2:
-      return KeccakMatches([](uint64_t* st) { KeccakF1600x4Avx2(st, 4); }, 4) &&
+      return KeccakMatches([](uint64_t* st) { KeccakF1600Bmi(st); }, 1) &&
+             KeccakMatches([](uint64_t* st) { KeccakF1600x4Avx2(st, 4); }, 4) &&
              Sm3Matches<8>(&Sm3CompressX8Avx2);
     case Isa::kAvx512:
       return KeccakMatches([](uint64_t* st) { KeccakF1600x8Avx512(st); }, 8) &&

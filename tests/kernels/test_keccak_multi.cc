@@ -90,6 +90,21 @@ TEST(KeccakMulti, DirectBackendEntryPoints) {
   }
 }
 
+TEST(KeccakSingle, BmiBuildEqualsPortable) {
+  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2/BMI on this CPU";
+  SeededRandom rng(uint64_t{11});
+  uint64_t a[25], b[25];
+  for (int iter = 0; iter < 10000; ++iter) {
+    rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(a), sizeof(a))).IgnoreError();
+    if (iter == 0) std::memset(a, 0, sizeof(a));
+    if (iter == 1) std::memset(a, 0xff, sizeof(a));
+    std::memcpy(b, a, sizeof(a));
+    KeccakF1600Portable(a);
+    KeccakF1600Bmi(b);
+    for (int i = 0; i < 25; ++i) ASSERT_EQ(a[i], b[i]) << "iteration " << iter << " lane " << i;
+  }
+}
+
 // SHAKE128/256 and SHA3-256 through KeccakMulti equal the single sponge for lengths around the
 // rate.
 template <size_t N>

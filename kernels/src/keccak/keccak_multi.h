@@ -21,6 +21,8 @@ void KeccakF1600x4Avx2(uint64_t* st, size_t stride);
 void KeccakF1600x8Avx512(uint64_t* st);
 void KeccakF1600x4Avx512(uint64_t* st, size_t stride);  // YMM registers with AVX-512VL rotates
 void KeccakF1600xNPortable(uint64_t* st, size_t n);
+// The single-state permutation built with BMI1/BMI2 (andn, rorx); on any CPU with AVX2.
+void KeccakF1600Bmi(uint64_t state[25]);
 
 // N sponges with the same rate and suffix that absorb inputs of one common length and then squeeze
 // in lockstep: SHAKE128 matrix rows, ExpandMask streams, G/H/J of a batch of requests.

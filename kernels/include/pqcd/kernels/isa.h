@@ -21,7 +21,7 @@ absl::StatusOr<Isa> ParseIsa(std::string_view name);
 
 // What the CPU and OS support (independent of what is active).
 struct CpuFeatures {
-  bool avx2 = false;    // AVX2 + BMI2 + OS-enabled YMM state
+  bool avx2 = false;    // AVX2 + BMI1 + BMI2 + OS-enabled YMM state
   bool avx512 = false;  // AVX-512 F+BW+VL+DQ + OS-enabled ZMM/opmask state
   bool avx512_vbmi = false;
   bool avx512_ifma = false;
