@@ -2,6 +2,7 @@
 # Sets up a Debian 12 machine (apt-get installs what is missing), builds pqcd once and runs every test:
 #   1. the Release build: unit, vector, integration and end-to-end tests (ctest)
 #   2. a ThreadSanitizer build of the engine tests
+#   3. the libFuzzer target (clang, ASan+UBSan) for 60 s from its seed corpus
 # Environment: PQCD_VECTORS_DIR (default ../shared/vectors), JOBS (default: nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +33,13 @@ if [[ -d engine ]]; then
   cmake --build build-tsan -j "$jobs" --target $tsan_targets
   PQCD_STRESS_SCALE=${PQCD_STRESS_SCALE:-0.1} TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan -L engine --output-on-failure -j "$jobs" --timeout 900
+fi
+echo "== libFuzzer target, ASan+UBSan, 60 s ($(($(date +%s) - start)) s so far)"
+fuzz_rc=0
+tests/fuzz/run_fuzz.sh build-fuzz "${PQCD_FUZZ_SECONDS:-60}" || fuzz_rc=$?
+if ((fuzz_rc == 77)); then
+  echo "fuzzing skipped (clang or its libFuzzer runtime is missing)"
+elif ((fuzz_rc != 0)); then
+  exit "$fuzz_rc"
 fi
 echo "== all tests passed in $(($(date +%s) - start)) s"

@@ -167,7 +167,8 @@ void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk
   Poly* s = se;
   Poly* e = se + K;
   PolyMulCache s_cache[K];
-  ZeroOnExit wipe_se(se), wipe_s_cache(s_cache);
+  ZeroOnExit wipe_se(se);
+  ZeroOnExit wipe_s_cache(s_cache);
   mlkem::SampleCbdMany(P::eta1, sigma, 0, se, 2 * K);
   for (int i = 0; i < K; ++i) {
     mlkem::PolyNtt(s[i]);
@@ -209,7 +210,11 @@ void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint
   Poly* e1 = noise + K;
   Poly& e2 = noise[2 * K];
   PolyMulCache y_cache[K];
-  ZeroOnExit wipe_noise(noise), wipe_mu(mu), wipe_u(u), wipe_v(v), wipe_cache(y_cache);
+  ZeroOnExit wipe_noise(noise);
+  ZeroOnExit wipe_mu(mu);
+  ZeroOnExit wipe_u(u);
+  ZeroOnExit wipe_v(v);
+  ZeroOnExit wipe_cache(y_cache);
   if constexpr (P::eta1 == P::eta2) {
     mlkem::SampleCbdMany(P::eta1, coins, 0, noise, 2 * K + 1);
   } else {
@@ -256,7 +261,9 @@ void PkeDecrypt(const uint8_t* dk_pke, const uint8_t* ct, uint8_t m[kSymBytes]) 
   }
   // ŝ = ByteDecode12(dk_PKE) (step 5).
   Poly s[K], w, v;
-  ZeroOnExit wipe_s(s), wipe_w(w), wipe_v(v);
+  ZeroOnExit wipe_s(s);
+  ZeroOnExit wipe_w(w);
+  ZeroOnExit wipe_v(v);
   for (int i = 0; i < K; ++i) mlkem::PolyDecode12(s[i], dk_pke + i * kPolyBytes);
   // w = v' - NTT^-1(ŝ^T ∘ NTT(u')) (step 6); m = ByteEncode_1(Compress_1(w)) (step 7).
   mlkem::PolyBasemulAcc(w, s, u, u_cache, K);
@@ -310,7 +317,10 @@ void DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32]) {
   uint8_t key_coins[64];  // (K', r')
   uint8_t k_bar[32];
   uint8_t ct_prime[L::kCtBytes];
-  ZeroOnExit wipe_m(m_prime), wipe_kc(key_coins), wipe_kbar(k_bar), wipe_ct(ct_prime);
+  ZeroOnExit wipe_m(m_prime);
+  ZeroOnExit wipe_kc(key_coins);
+  ZeroOnExit wipe_kbar(k_bar);
+  ZeroOnExit wipe_ct(ct_prime);
   PkeDecrypt<K>(dk, ct, m_prime);
   // (K', r') = G(m' || h) (step 6); K̄ = J(z || c) (step 7).
   HashG(Bytes(m_prime, 32), Bytes(h, 32), key_coins);
@@ -532,7 +542,8 @@ void MlKem<K>::KeyGenBatch(std::span<KemKeyGenItem> items, RandomSource& rng) {
     const size_t count = std::min(kBatchChunk, items.size() - c0);
     uint8_t seeds[kBatchChunk][kSeedBytes];
     uint8_t rho_sigma[kBatchChunk][64];
-    ZeroOnExit wipe_seeds(seeds), wipe_rs(rho_sigma);
+    ZeroOnExit wipe_seeds(seeds);
+    ZeroOnExit wipe_rs(rho_sigma);
     KemKeyGenItem* live[kBatchChunk];
     size_t n = 0;
     for (size_t i = 0; i < count; ++i) {
@@ -603,7 +614,8 @@ void MlKem<K>::EncapsBatch(std::span<KemEncapsItem> items, RandomSource& rng) {
     uint8_t hs[kBatchChunk][32];
     uint8_t key_coins[kBatchChunk][64];
     Poly t_hat[kBatchChunk][K];
-    ZeroOnExit wipe_ms(ms), wipe_kc(key_coins);
+    ZeroOnExit wipe_ms(ms);
+    ZeroOnExit wipe_kc(key_coins);
     KemEncapsItem* live[kBatchChunk];
     size_t n = 0;
     for (size_t i = 0; i < count; ++i) {
@@ -677,8 +689,11 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
     uint8_t k_bar[kBatchChunk][32];
     uint8_t ct_prime[L::kCtBytes];
     uint8_t check[kBatchChunk][32];
-    ZeroOnExit wipe_exp(expanded), wipe_m(m_prime), wipe_kc(key_coins), wipe_kbar(k_bar),
-        wipe_ct(ct_prime);
+    ZeroOnExit wipe_exp(expanded);
+    ZeroOnExit wipe_m(m_prime);
+    ZeroOnExit wipe_kc(key_coins);
+    ZeroOnExit wipe_kbar(k_bar);
+    ZeroOnExit wipe_ct(ct_prime);
     KemDecapsItem* cand[kBatchChunk];
     const uint8_t* cand_dk[kBatchChunk];
     bool needs_check[kBatchChunk];

@@ -1,0 +1,376 @@
+// libFuzzer target: arbitrary bytes through request decoding, the server's validation/preparation
+// and the engine, and straight into the kernels' key / ciphertext / signature decoders. It must
+// never crash, hang or trip ASan/UBSan; errors (INVALID_ARGUMENT, ...) are fine.
+//
+// Input layout: byte 0 selects the mode (low 3 bits) and a parameter set (bits 4..5); the rest is
+// the payload.
+//   0  payload is a serialized pqc.v1.Operation: PrepareOperation, then run through the engine
+//   1  payload is a serialized pqc.v1.BatchRequest: each operation as in mode 0 (at most 8)
+//   2  ML-KEM check_ek + Encaps with ek = payload (length as given)
+//   3  ML-KEM check_dk + Decaps: dk = the first 64 (seed, bit 3 clear) or dk_bytes (expanded, bit 3
+//      set) payload bytes (or fewer when short), ct = the rest
+//   4  ML-DSA Verify: pk = the first pk_bytes, sig = the next sig_bytes, message = the rest
+//      (bit 3: the first message byte is the context length)
+//   5  ML-DSA Sign (deterministic): sk = the first 32 (seed, bit 3 clear) or sk_bytes (expanded,
+//      bit 3 set), message = the rest
+//   6  Hash: payload[0] picks the algorithm and payload[1] the XOF length; data = the rest
+//   7  as 0, but the caller may not hold keys (the anonymous plain-TCP caller)
+//
+// Seeds: `fuzz_requests -write_seeds=DIR` writes a small seed corpus (our own valid requests for
+// each operation and raw inputs of the right sizes) and exits; run_fuzz.sh uses it.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "keystore/key_store.h"
+#include "ops.h"
+#include "pqc/v1/crypto.pb.h"
+#include "pqcd/engine/engine.h"
+#include "pqcd/engine/pqc_executor.h"
+#include "pqcd/kernels/hash.h"
+#include "pqcd/kernels/mldsa.h"
+#include "pqcd/kernels/mlkem.h"
+#include "pqcd/kernels/random.h"
+#include "pqcd/server/config.h"
+#include "pqcd/server/service_context.h"
+#include "pqcd/server/task_runner.h"
+#include "spdlog/sinks/null_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+using namespace pqcd;
+using kernels::Bytes;
+using kernels::MutBytes;
+
+// The server pieces PrepareOperation needs: a small real engine (1 unpinned worker), an in-memory
+// key store holding one ML-KEM-768 and one ML-DSA-65 key ("kem", "dsa") of the identity "fuzz",
+// and the auxiliary runner. Created once, never destroyed (libFuzzer exits without unwinding).
+struct Env {
+  server::Config config;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<server::KeyStore> keys;
+  std::unique_ptr<server::TaskRunner> aux;
+  server::ServiceContext ctx;
+  server::Caller holder{"fuzz", true, false};
+  server::Caller anonymous{"anonymous", false, false};
+};
+
+// Runs one operation to completion (synchronously). Held keys created by it are deleted again so
+// that the store does not grow over a long run.
+void RunOperation(Env& env, const server::Caller& caller, const pqc::v1::Operation& op) {
+  pqc::v1::OperationResult result;
+  server::OpState st;
+  absl::Status s = server::PrepareOperation(&env.ctx, caller, op, &result, &st);
+  if (!s.ok()) {
+    server::SetResultStatus(&result, s);
+    return;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  absl::Status final_status;
+  st.done = [&](absl::Status status) {
+    std::lock_guard<std::mutex> lock(mu);
+    final_status = std::move(status);
+    finished = true;
+    cv.notify_one();  // under the lock: the waiter cannot destroy mu/cv before we are done
+  };
+  st.Submit(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return finished; });
+  }
+  if (!final_status.ok()) server::SetResultStatus(&result, final_status);
+  if (result.has_keygen() && !result.keygen().key_id().empty()) {
+    (void)env.keys->Delete(result.keygen().key_id(), 0, caller.identity, true);
+  }
+}
+
+Env& GetEnv() {
+  static Env* env = [] {
+    auto* e = new Env;
+    e->config.max_field_bytes = 64 << 10;  // small, so that the size check itself is reachable
+    auto null_log =
+        std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+    e->ctx.log = null_log;
+    e->ctx.audit = null_log;
+    engine::EngineOptions eo;
+    eo.workers = 1;
+    eo.pin_workers = false;
+    eo.bind_memory = false;
+    eo.queue_capacity = 64;
+    eo.pqc_executor = engine::PqcKernelExecutor();
+    auto eng = engine::Engine::Create(eo);
+    if (!eng.ok()) {
+      std::fprintf(stderr, "fuzz_requests: engine: %s\n",
+                   std::string(eng.status().message()).c_str());
+      std::abort();
+    }
+    e->engine = std::move(*eng);
+    auto ks = server::KeyStore::Open(server::KeyStoreOptions{});
+    if (!ks.ok()) {
+      std::fprintf(stderr, "fuzz_requests: key store: %s\n",
+                   std::string(ks.status().message()).c_str());
+      std::abort();
+    }
+    e->keys = std::move(*ks);
+    e->aux = std::make_unique<server::TaskRunner>(1, "fuzz-aux");
+    e->ctx.config = &e->config;
+    e->ctx.engine = e->engine.get();
+    e->ctx.keys = e->keys.get();
+    e->ctx.aux = e->aux.get();
+    // The two held keys that key_ref requests can name (deterministic seeds).
+    for (auto [id, alg, seed_len] :
+         {std::tuple{"kem", pqc::v1::ML_KEM_768, 64}, std::tuple{"dsa", pqc::v1::ML_DSA_65, 32}}) {
+      auto created = e->keys->Versions(id);
+      if (!created.empty()) continue;
+      // Generate through the normal path, then keep it (RunOperation would delete it).
+      pqc::v1::Operation op;
+      auto* kg = op.mutable_keygen();
+      kg->set_algorithm(alg);
+      kg->set_seed(std::string(static_cast<size_t>(seed_len), '\x42'));
+      kg->set_hold(true);
+      kg->set_key_id(id);
+      pqc::v1::OperationResult result;
+      server::OpState st;
+      if (!server::PrepareOperation(&e->ctx, e->holder, op, &result, &st).ok()) std::abort();
+      std::mutex mu;
+      std::condition_variable cv;
+      bool finished = false;
+      st.done = [&](absl::Status) {
+        std::lock_guard<std::mutex> lock(mu);
+        finished = true;
+        cv.notify_one();
+      };
+      st.Submit(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return finished; });
+    }
+    return e;
+  }();
+  return *env;
+}
+
+Bytes Take(Bytes& in, size_t n) {
+  n = std::min(n, in.size());
+  Bytes head = in.first(n);
+  in = in.subspan(n);
+  return head;
+}
+
+void FuzzKemEncaps(kernels::KemAlgorithm alg, Bytes ek) {
+  const auto& info = kernels::GetKemInfo(alg);
+  (void)info.check_ek(ek);
+  std::vector<uint8_t> ct(info.ct_bytes), ss(32);
+  kernels::KemEncapsItem item{ek, {}, MutBytes(ct), MutBytes(ss), {}};
+  info.encaps_batch(std::span(&item, 1), kernels::OsRandom());
+}
+
+void FuzzKemDecaps(kernels::KemAlgorithm alg, bool expanded, Bytes in) {
+  const auto& info = kernels::GetKemInfo(alg);
+  Bytes dk = Take(in, expanded ? info.dk_bytes : info.seed_bytes);
+  (void)info.check_dk(dk);
+  std::vector<uint8_t> ss(32);
+  kernels::KemDecapsItem item{dk, in, MutBytes(ss), {}};
+  info.decaps_batch(std::span(&item, 1));
+}
+
+void FuzzDsaVerify(kernels::DsaAlgorithm alg, bool with_context, Bytes in) {
+  const auto& info = kernels::GetDsaInfo(alg);
+  kernels::DsaVerifyItem item;
+  item.pk = Take(in, info.pk_bytes);
+  item.sig = Take(in, info.sig_bytes);
+  if (with_context && !in.empty()) {
+    size_t n = in[0];
+    in = in.subspan(1);
+    item.options.context = Take(in, n);
+  }
+  item.message = in;
+  info.verify_batch(std::span(&item, 1));
+}
+
+void FuzzDsaSign(kernels::DsaAlgorithm alg, bool expanded, Bytes in) {
+  const auto& info = kernels::GetDsaInfo(alg);
+  std::vector<uint8_t> sig(info.sig_bytes);
+  kernels::DsaSignItem item;
+  item.sk = Take(in, expanded ? info.sk_bytes : info.seed_bytes);
+  item.message = in;
+  item.options.deterministic = true;
+  item.sig = MutBytes(sig);
+  info.sign_batch(std::span(&item, 1), kernels::OsRandom());
+}
+
+void FuzzHash(Bytes in) {
+  if (in.size() < 2) return;
+  auto alg = static_cast<kernels::HashAlgorithm>(in[0] % kernels::kNumHashAlgorithms);
+  size_t out_len = kernels::HashIsXof(alg) ? in[1] : kernels::HashDigestBytes(alg);
+  in = in.subspan(2);
+  std::vector<uint8_t> out(out_len);
+  (void)kernels::Hash(alg, in, MutBytes(out));
+}
+
+// ---- Seed corpus
+// -----------------------------------------------------------------------------------
+
+void WriteSeed(const std::string& dir, const std::string& name, uint8_t mode,
+               const std::string& payload) {
+  std::ofstream f(dir + "/" + name, std::ios::binary);
+  f.put(static_cast<char>(mode));
+  f << payload;
+}
+
+std::string Str(Bytes b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+int WriteSeeds(const std::string& dir) {
+  ::mkdir(dir.c_str(), 0755);
+  kernels::SeededRandom rng(Bytes(reinterpret_cast<const uint8_t*>("pqcd-fuzz-seeds"), 15));
+  // A valid ML-KEM-768 key pair and ciphertext, and an ML-DSA-44 key pair and signature, from
+  // fixed seeds (our own data).
+  const auto& kem = kernels::GetKemInfo(kernels::KemAlgorithm::kMlKem768);
+  std::vector<uint8_t> kseed(64, 7), ek(kem.ek_bytes), dk(kem.dk_bytes), ct(kem.ct_bytes), ss(32);
+  kernels::KemKeyGenItem kg{Bytes(kseed), MutBytes(ek), MutBytes(dk), {}, {}};
+  kem.keygen_batch(std::span(&kg, 1), rng);
+  kernels::KemEncapsItem en{Bytes(ek), {}, MutBytes(ct), MutBytes(ss), {}};
+  kem.encaps_batch(std::span(&en, 1), rng);
+  const auto& dsa = kernels::GetDsaInfo(kernels::DsaAlgorithm::kMlDsa44);
+  std::vector<uint8_t> dseed(32, 9), pk(dsa.pk_bytes), sk(dsa.sk_bytes), sig(dsa.sig_bytes);
+  kernels::DsaKeyGenItem dg{Bytes(dseed), MutBytes(pk), MutBytes(sk), {}, {}};
+  dsa.keygen_batch(std::span(&dg, 1), rng);
+  const std::string msg = "fuzz";
+  kernels::DsaSignItem si;
+  si.sk = Bytes(sk);
+  si.message = Bytes(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+  si.options.deterministic = true;
+  si.sig = MutBytes(sig);
+  dsa.sign_batch(std::span(&si, 1), rng);
+  if (!kg.status.ok() || !en.status.ok() || !dg.status.ok() || !si.status.ok()) return 1;
+
+  // Mode 0: one valid Operation of each kind (small keys where the message allows it).
+  std::vector<std::pair<std::string, pqc::v1::Operation>> ops(9);
+  ops[0].first = "op_keygen_kem";
+  ops[0].second.mutable_keygen()->set_algorithm(pqc::v1::ML_KEM_512);
+  ops[1].first = "op_keygen_dsa_hold";
+  ops[1].second.mutable_keygen()->set_algorithm(pqc::v1::ML_DSA_44);
+  ops[1].second.mutable_keygen()->set_seed(Str(Bytes(dseed)));
+  ops[1].second.mutable_keygen()->set_hold(true);
+  ops[1].second.mutable_keygen()->set_key_id("k1");
+  ops[2].first = "op_encaps";
+  ops[2].second.mutable_encaps()->set_algorithm(pqc::v1::ML_KEM_768);
+  ops[2].second.mutable_encaps()->set_public_key(Str(Bytes(ek)));
+  ops[3].first = "op_decaps_seed";
+  ops[3].second.mutable_decaps()->set_algorithm(pqc::v1::ML_KEM_768);
+  ops[3].second.mutable_decaps()->set_private_key(Str(Bytes(kseed)));
+  ops[3].second.mutable_decaps()->set_ciphertext(Str(Bytes(ct)));
+  ops[4].first = "op_decaps_ref";
+  ops[4].second.mutable_decaps()->mutable_key_ref()->set_key_id("kem");
+  ops[4].second.mutable_decaps()->set_ciphertext(Str(Bytes(ct)));
+  ops[5].first = "op_sign";
+  ops[5].second.mutable_sign()->set_algorithm(pqc::v1::ML_DSA_44);
+  ops[5].second.mutable_sign()->set_private_key(Str(Bytes(dseed)));
+  ops[5].second.mutable_sign()->set_message(msg);
+  ops[5].second.mutable_sign()->set_context("ctx");
+  ops[5].second.mutable_sign()->set_pre_hash(pqc::v1::PRE_HASH_SHA2_256);
+  ops[6].first = "op_verify";
+  ops[6].second.mutable_verify()->set_algorithm(pqc::v1::ML_DSA_44);
+  ops[6].second.mutable_verify()->set_public_key(Str(Bytes(pk)));
+  ops[6].second.mutable_verify()->set_message(msg);
+  ops[6].second.mutable_verify()->set_signature(Str(Bytes(sig)));
+  ops[7].first = "op_hash_shake";
+  ops[7].second.mutable_hash()->set_algorithm(pqc::v1::SHAKE256);
+  ops[7].second.mutable_hash()->set_data("abc");
+  ops[7].second.mutable_hash()->set_output_length(40);
+  ops[8].first = "op_sign_ref";
+  ops[8].second.mutable_sign()->mutable_key_ref()->set_key_id("dsa");
+  ops[8].second.mutable_sign()->set_message(msg);
+  ops[8].second.mutable_sign()->set_deterministic(true);
+  pqc::v1::BatchRequest batch;
+  for (auto& [name, op] : ops) {
+    WriteSeed(dir, name, 0, op.SerializeAsString());
+    if (name == "op_hash_shake" || name == "op_encaps" || name == "op_keygen_kem") {
+      *batch.add_operations() = op;
+    }
+  }
+  WriteSeed(dir, "batch", 1, batch.SerializeAsString());
+  WriteSeed(dir, "anon_keygen_hold", 7, ops[1].second.SerializeAsString());
+  // Raw decoder inputs (ML-KEM-768 = parameter 1, ML-DSA-44 = parameter 0).
+  WriteSeed(dir, "raw_encaps", 2 | (1 << 4), Str(Bytes(ek)));
+  WriteSeed(dir, "raw_decaps_seed", 3 | (1 << 4), Str(Bytes(kseed)) + Str(Bytes(ct)));
+  WriteSeed(dir, "raw_decaps_expanded", 3 | 8 | (1 << 4), Str(Bytes(dk)) + Str(Bytes(ct)));
+  WriteSeed(dir, "raw_verify", 4, Str(Bytes(pk)) + Str(Bytes(sig)) + msg);
+  WriteSeed(dir, "raw_sign_expanded", 5 | 8, Str(Bytes(sk)) + msg);
+  WriteSeed(dir, "raw_hash", 6, std::string("\x05\x20", 2) + "abc");
+  std::printf("fuzz_requests: seeds written to %s\n", dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  for (int i = 1; i < *argc; ++i) {
+    const char* a = (*argv)[i];
+    if (std::strncmp(a, "-write_seeds=", 13) == 0) std::exit(WriteSeeds(a + 13));
+  }
+  GetEnv();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  Env& env = GetEnv();
+  const uint8_t sel = data[0];
+  Bytes payload(data + 1, size - 1);
+  const int param = (sel >> 4) & 3;  // 3 wraps to the first parameter set
+  const auto kem = static_cast<kernels::KemAlgorithm>(param % 3);
+  const auto dsa = static_cast<kernels::DsaAlgorithm>(param % 3);
+  const bool bit3 = (sel & 8) != 0;
+  switch (sel & 7) {
+    case 0:
+    case 7: {
+      pqc::v1::Operation op;
+      if (op.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+        RunOperation(env, (sel & 7) == 0 ? env.holder : env.anonymous, op);
+      }
+      break;
+    }
+    case 1: {
+      pqc::v1::BatchRequest batch;
+      if (batch.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+        int n = 0;
+        for (const auto& op : batch.operations()) {
+          if (++n > 8) break;
+          RunOperation(env, env.holder, op);
+        }
+      }
+      break;
+    }
+    case 2:
+      FuzzKemEncaps(kem, payload);
+      break;
+    case 3:
+      FuzzKemDecaps(kem, bit3, payload);
+      break;
+    case 4:
+      FuzzDsaVerify(dsa, bit3, payload);
+      break;
+    case 5:
+      FuzzDsaSign(dsa, bit3, payload);
+      break;
+    case 6:
+      FuzzHash(payload);
+      break;
+  }
+  return 0;
+}
