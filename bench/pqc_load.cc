@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 #include "absl/status/status.h"
 #include "pqcd/client/client.h"
 #include "pqcd/client/histogram.h"
@@ -834,6 +836,9 @@ void PrintText(const json& j) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Diagnostics (e.g. the in-process engine's topology line) go to stderr: stdout carries only the
+  // report, so that --json output parses.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("pqc-load"));
   Config cfg;
   CLI::App app{"pqc-load: load generator for the pqcd daemon (or its engine in-process)",
                "pqc-load"};
