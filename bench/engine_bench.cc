@@ -31,11 +31,17 @@ using pqcd::engine::Job;
 using pqcd::engine::Operation;
 using pqcd::kernels::HashAlgorithm;
 
-std::vector<int> Cpus() {
-  std::vector<int> c = pqcd::engine::CurrentAffinity();
-  if (c.empty()) c.push_back(0);
-  return c;
+// The CPUs the process may use, read once before any benchmark pins the thread (a pinned thread's
+// affinity is a single CPU, and the engine takes its topology from the creating thread's affinity).
+const std::vector<int>& Cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> c = pqcd::engine::CurrentAffinity();
+    if (c.empty()) c.push_back(0);
+    return c;
+  }();
+  return cpus;
 }
+[[maybe_unused]] const bool kCpusRead = !Cpus().empty();
 
 void PinSelf(int cpu) {
   cpu_set_t set;
@@ -53,7 +59,7 @@ void UnpinSelf() {
 // Workers on every allowed CPU but the first (which the producer uses), up to `workers`.
 std::unique_ptr<Engine> MakeEngine(int workers, int max_batch, bool pqc = false) {
   EngineOptions o;
-  const std::vector<int> cpus = Cpus();
+  const std::vector<int>& cpus = Cpus();
   for (size_t i = cpus.size() > 1 ? 1 : 0;
        i < cpus.size() && static_cast<int>(o.cpus.size()) < workers; ++i) {
     o.cpus.push_back(cpus[i]);
