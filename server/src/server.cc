@@ -26,6 +26,7 @@
 #include "pqcd/server/metrics.h"
 #include "pqcd/server/selftest.h"
 #include "pqcd/server/service_context.h"
+#include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -33,14 +34,44 @@ namespace pqcd::server {
 
 // ---- ServiceContext / RequestScope -------------------------------------------------------------
 
+namespace {
+
+// Quotes a caller-controlled value (a certificate subject, an error message) for one log line:
+// backslash, quote and control characters are escaped, so that no value can end the field or
+// start a forged line.
+std::string LogQuoted(std::string_view value) {
+  std::string out = "\"";
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
 void ServiceContext::Audit(const std::string& who, const std::string& action,
                            const std::string& key_id, uint32_t version,
                            const std::string& algorithm, const absl::Status& result) const {
   if (!audit) return;
-  audit->info("who=\"{}\" action={} key_id=\"{}\" version={} algorithm={} result={}{}", who, action,
-              key_id, version, algorithm.empty() ? "-" : algorithm,
+  audit->info("who={} action={} key_id={} version={} algorithm={} result={}{}", LogQuoted(who),
+              action, LogQuoted(key_id), version, algorithm.empty() ? "-" : algorithm,
               StatusCodeName(static_cast<grpc::StatusCode>(result.code())),
-              result.ok() ? "" : absl::StrCat(" reason=\"", result.message(), "\""));
+              result.ok()
+                  ? ""
+                  : absl::StrCat(" reason=", LogQuoted(std::string_view(result.message().data(),
+                                                                        result.message().size()))));
 }
 
 RequestScope::RequestScope(ServiceContext* ctx, std::string rpc)
@@ -69,12 +100,39 @@ void RequestScope::Done(grpc::StatusCode code) {
 
 namespace {
 
+// %j in a pattern: the message as the inside of a JSON string (quotes, backslashes and control
+// characters escaped), so that every --log-format json line parses whatever the message holds.
+class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (const char c : std::string_view(msg.payload.data(), msg.payload.size())) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        dest.push_back('\\');
+        dest.push_back(c);
+      } else if (u < 0x20) {
+        const char esc[] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
+        dest.append(esc, esc + sizeof(esc));
+      } else {
+        dest.push_back(c);
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonEscapedMessage>();
+  }
+};
+
 std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name, const Config& config) {
   auto logger =
       std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (config.log_format == "json") {
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%v"})",
-                        spdlog::pattern_time_type::utc);
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    formatter->add_flag<JsonEscapedMessage>('j').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%j"})");
+    logger->set_formatter(std::move(formatter));
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %n: %v", spdlog::pattern_time_type::utc);
   }
@@ -119,6 +177,8 @@ int DaemonMain(int argc, char** argv) {
   const Config config = parsed->config;
   auto log = MakeLogger("pqcd", config);
   auto audit = MakeLogger("audit", config);
+  // Libraries that log through spdlog's default logger (the engine) use the same format and stream.
+  spdlog::set_default_logger(log);
   log->info("pqcd {} starting, config {}", PQCD_VERSION, ConfigToJson(config));
 
   // Kernel backend.

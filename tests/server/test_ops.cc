@@ -4,11 +4,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "daemon_fixture.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace pqcd::testing {
 namespace {
@@ -181,6 +183,34 @@ TEST(OpsTest, MetricsAddUpAndPassPromtool) {
     GTEST_LOG_(WARNING) << "promtool not installed: lint skipped";
   }
   EXPECT_EQ(d.Terminate(), 0);
+}
+
+TEST(OpsTest, JsonLogLinesParseWhateverTheyCarry) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--log-format", "json", "--allow-insecure-tcp"}));
+  // A key id with a quote, a backslash and a newline is refused, and its audit line carries it.
+  ImportKeyRequest req;
+  req.set_algorithm(ML_KEM_768);
+  req.set_key_id("bad\"id\\\nforged=1");
+  req.set_private_key(std::string(64, '\x01'));
+  KeyInfo info;
+  auto ctx = Ctx();
+  EXPECT_EQ(d.Keys()->Import(ctx.get(), req, &info).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_EQ(d.Terminate(), 0);
+  std::istringstream lines(d.log());
+  std::string line;
+  int parsed = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    if (!j.is_discarded()) {
+      ++parsed;
+      EXPECT_TRUE(j.contains("msg") && j.contains("level") && j.contains("time")) << line;
+    }
+  }
+  EXPECT_GE(parsed, 3);
 }
 
 TEST(OpsTest, ServerReflectionListsTheServices) {
