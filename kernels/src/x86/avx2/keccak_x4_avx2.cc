@@ -43,65 +43,88 @@ __attribute__((always_inline)) inline __m256i Chi(__m256i a, __m256i b, __m256i 
   return _mm256_xor_si256(a, _mm256_andnot_si256(b, c));
 }
 
-// One round from `in` to `out` (25 lanes each, one __m256i per lane), one output plane at a time so
-// that only ~15 registers are live (AVX2 has 16): θ's parities, then for each plane the five lanes
-// that ρ∘π bring there, χ, and ι on lane 0.
-#define PQCD_X4_PLANE(y, s0, r0, s1, r1, s2, r2, s3, r3, s4, r4, d0, d1, d2, d3, d4) \
-  {                                                                                  \
-    const __m256i b0 = Rol<r0>(Xor(in[s0], d0)), b1 = Rol<r1>(Xor(in[s1], d1));      \
-    const __m256i b2 = Rol<r2>(Xor(in[s2], d2)), b3 = Rol<r3>(Xor(in[s3], d3));      \
-    const __m256i b4 = Rol<r4>(Xor(in[s4], d4));                                     \
-    out[5 * y + 0] = Chi(b0, b1, b2);                                                \
-    out[5 * y + 1] = Chi(b1, b2, b3);                                                \
-    out[5 * y + 2] = Chi(b2, b3, b4);                                                \
-    out[5 * y + 3] = Chi(b3, b4, b0);                                                \
-    out[5 * y + 4] = Chi(b4, b0, b1);                                                \
-  }
-
-__attribute__((always_inline)) inline void Round(const __m256i* __restrict in,
-                                                 __m256i* __restrict out, uint64_t rc) {
-  const __m256i c0 = Xor(Xor(Xor(in[0], in[5]), Xor(in[10], in[15])), in[20]);
-  const __m256i c1 = Xor(Xor(Xor(in[1], in[6]), Xor(in[11], in[16])), in[21]);
-  const __m256i c2 = Xor(Xor(Xor(in[2], in[7]), Xor(in[12], in[17])), in[22]);
-  const __m256i c3 = Xor(Xor(Xor(in[3], in[8]), Xor(in[13], in[18])), in[23]);
-  const __m256i c4 = Xor(Xor(Xor(in[4], in[9]), Xor(in[14], in[19])), in[24]);
-  const __m256i d0 = Xor(c4, Rol<1>(c1)), d1 = Xor(c0, Rol<1>(c2)), d2 = Xor(c1, Rol<1>(c3));
-  const __m256i d3 = Xor(c2, Rol<1>(c4)), d4 = Xor(c3, Rol<1>(c0));
-  {
-    const __m256i b0 = Xor(in[0], d0), b1 = Rol<44>(Xor(in[6], d1));
-    const __m256i b2 = Rol<43>(Xor(in[12], d2)), b3 = Rol<21>(Xor(in[18], d3));
-    const __m256i b4 = Rol<14>(Xor(in[24], d4));
-    out[0] = Xor(Chi(b0, b1, b2), _mm256_set1_epi64x(static_cast<long long>(rc)));
-    out[1] = Chi(b1, b2, b3);
-    out[2] = Chi(b2, b3, b4);
-    out[3] = Chi(b3, b4, b0);
-    out[4] = Chi(b4, b0, b1);
-  }
-  PQCD_X4_PLANE(1, 3, 28, 9, 20, 10, 3, 16, 45, 22, 61, d3, d4, d0, d1, d2)
-  PQCD_X4_PLANE(2, 1, 1, 7, 6, 13, 25, 19, 8, 20, 18, d1, d2, d3, d4, d0)
-  PQCD_X4_PLANE(3, 4, 27, 5, 36, 11, 10, 17, 15, 23, 56, d4, d0, d1, d2, d3)
-  PQCD_X4_PLANE(4, 2, 62, 8, 55, 14, 39, 15, 41, 21, 2, d2, d3, d4, d0, d1)
-}
-#undef PQCD_X4_PLANE
-
 }  // namespace
 
 void KeccakF1600x4Avx2(uint64_t* st, size_t stride) {
-  __m256i a[25], e[25];
-  for (size_t i = 0; i < 25; ++i) {
-    a[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st + i * stride));
+  auto ld = [&](int i) {
+    return _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(st + static_cast<size_t>(i) * stride));
+  };
+  __m256i a00 = ld(0), a01 = ld(1), a02 = ld(2), a03 = ld(3), a04 = ld(4);
+  __m256i a05 = ld(5), a06 = ld(6), a07 = ld(7), a08 = ld(8), a09 = ld(9);
+  __m256i a10 = ld(10), a11 = ld(11), a12 = ld(12), a13 = ld(13), a14 = ld(14);
+  __m256i a15 = ld(15), a16 = ld(16), a17 = ld(17), a18 = ld(18), a19 = ld(19);
+  __m256i a20 = ld(20), a21 = ld(21), a22 = ld(22), a23 = ld(23), a24 = ld(24);
+  for (int round = 0; round < 24; ++round) {
+    const __m256i c0 = Xor(Xor(Xor(a00, a05), Xor(a10, a15)), a20);
+    const __m256i c1 = Xor(Xor(Xor(a01, a06), Xor(a11, a16)), a21);
+    const __m256i c2 = Xor(Xor(Xor(a02, a07), Xor(a12, a17)), a22);
+    const __m256i c3 = Xor(Xor(Xor(a03, a08), Xor(a13, a18)), a23);
+    const __m256i c4 = Xor(Xor(Xor(a04, a09), Xor(a14, a19)), a24);
+    const __m256i d0 = Xor(c4, Rol<1>(c1));
+    const __m256i d1 = Xor(c0, Rol<1>(c2));
+    const __m256i d2 = Xor(c1, Rol<1>(c3));
+    const __m256i d3 = Xor(c2, Rol<1>(c4));
+    const __m256i d4 = Xor(c3, Rol<1>(c0));
+    const __m256i b00 = Xor(a00, d0);
+    const __m256i b01 = Rol<44>(Xor(a06, d1));
+    const __m256i b02 = Rol<43>(Xor(a12, d2));
+    const __m256i b03 = Rol<21>(Xor(a18, d3));
+    const __m256i b04 = Rol<14>(Xor(a24, d4));
+    const __m256i b05 = Rol<28>(Xor(a03, d3));
+    const __m256i b06 = Rol<20>(Xor(a09, d4));
+    const __m256i b07 = Rol<3>(Xor(a10, d0));
+    const __m256i b08 = Rol<45>(Xor(a16, d1));
+    const __m256i b09 = Rol<61>(Xor(a22, d2));
+    const __m256i b10 = Rol<1>(Xor(a01, d1));
+    const __m256i b11 = Rol<6>(Xor(a07, d2));
+    const __m256i b12 = Rol<25>(Xor(a13, d3));
+    const __m256i b13 = Rol<8>(Xor(a19, d4));
+    const __m256i b14 = Rol<18>(Xor(a20, d0));
+    const __m256i b15 = Rol<27>(Xor(a04, d4));
+    const __m256i b16 = Rol<36>(Xor(a05, d0));
+    const __m256i b17 = Rol<10>(Xor(a11, d1));
+    const __m256i b18 = Rol<15>(Xor(a17, d2));
+    const __m256i b19 = Rol<56>(Xor(a23, d3));
+    const __m256i b20 = Rol<62>(Xor(a02, d2));
+    const __m256i b21 = Rol<55>(Xor(a08, d3));
+    const __m256i b22 = Rol<39>(Xor(a14, d4));
+    const __m256i b23 = Rol<41>(Xor(a15, d0));
+    const __m256i b24 = Rol<2>(Xor(a21, d1));
+    a00 = Xor(Chi(b00, b01, b02), _mm256_set1_epi64x(static_cast<long long>(kRc[round])));
+    a01 = Chi(b01, b02, b03);
+    a02 = Chi(b02, b03, b04);
+    a03 = Chi(b03, b04, b00);
+    a04 = Chi(b04, b00, b01);
+    a05 = Chi(b05, b06, b07);
+    a06 = Chi(b06, b07, b08);
+    a07 = Chi(b07, b08, b09);
+    a08 = Chi(b08, b09, b05);
+    a09 = Chi(b09, b05, b06);
+    a10 = Chi(b10, b11, b12);
+    a11 = Chi(b11, b12, b13);
+    a12 = Chi(b12, b13, b14);
+    a13 = Chi(b13, b14, b10);
+    a14 = Chi(b14, b10, b11);
+    a15 = Chi(b15, b16, b17);
+    a16 = Chi(b16, b17, b18);
+    a17 = Chi(b17, b18, b19);
+    a18 = Chi(b18, b19, b15);
+    a19 = Chi(b19, b15, b16);
+    a20 = Chi(b20, b21, b22);
+    a21 = Chi(b21, b22, b23);
+    a22 = Chi(b22, b23, b24);
+    a23 = Chi(b23, b24, b20);
+    a24 = Chi(b24, b20, b21);
   }
-  for (int round = 0; round < 24; round += 2) {
-    Round(a, e, kRc[round]);
-    Round(e, a, kRc[round + 1]);
-  }
-  for (size_t i = 0; i < 25; ++i) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(st + i * stride), a[i]);
-  }
-  // The local copies may hold secret state.
-  const __m256i zero = _mm256_setzero_si256();
-  for (size_t i = 0; i < 25; ++i) a[i] = e[i] = zero;
-  __asm__ volatile("" : : "r"(a), "r"(e) : "memory");
+  auto stv = [&](int i, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(st + static_cast<size_t>(i) * stride), v);
+  };
+  stv(0, a00), stv(1, a01), stv(2, a02), stv(3, a03), stv(4, a04);
+  stv(5, a05), stv(6, a06), stv(7, a07), stv(8, a08), stv(9, a09);
+  stv(10, a10), stv(11, a11), stv(12, a12), stv(13, a13), stv(14, a14);
+  stv(15, a15), stv(16, a16), stv(17, a17), stv(18, a18), stv(19, a19);
+  stv(20, a20), stv(21, a21), stv(22, a22), stv(23, a23), stv(24, a24);
 }
 
 }  // namespace pqcd::kernels
