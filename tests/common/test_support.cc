@@ -55,6 +55,14 @@ std::string ToHex(const uint8_t* data, size_t n) {
   return s;
 }
 
+std::vector<kernels::Isa> SupportedIsas() {
+  std::vector<kernels::Isa> out;
+  for (kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (kernels::IsaSupported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
 size_t VectorCounter::total_passed() const {
   size_t n = 0;
   for (const auto& [k, v] : passed_) n += v;

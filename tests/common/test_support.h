@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "pqcd/kernels/isa.h"
 
 namespace pqcd::testing {
 
@@ -19,7 +20,24 @@ nlohmann::json LoadVectorJson(const std::string& relative);
 
 std::vector<uint8_t> FromHex(std::string_view hex);
 std::string ToHex(const uint8_t* data, size_t n);
-inline std::string ToHex(const std::vector<uint8_t>& v) { return ToHex(v.data(), v.size()); }
+inline std::string ToHex(const std::vector<uint8_t>& v) {
+  return ToHex(v.data(), v.size());
+}
+
+// Every backend this CPU supports (portable first), for tests that run on each of them.
+std::vector<kernels::Isa> SupportedIsas();
+
+// Restores the process-wide backend when the scope ends (tests switch with SetActiveIsa).
+class ScopedIsa {
+ public:
+  ScopedIsa() : saved_(kernels::ActiveIsa()) {}
+  ~ScopedIsa() { kernels::SetActiveIsa(saved_).IgnoreError(); }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+
+ private:
+  kernels::Isa saved_;
+};
 
 // Counts cases per file/parameter set and prints a summary line at the end of the test program;
 // a test that registers a file and runs zero cases of it fails.

@@ -1,6 +1,8 @@
 // Multi-lane Keccak (x4 AVX2, x8 AVX-512, portable) against the single-state portable permutation.
 #include <gtest/gtest.h>
 
+#include "common/test_support.h"
+
 #include <cstring>
 #include <vector>
 
@@ -12,22 +14,8 @@
 namespace pqcd::kernels {
 namespace {
 
-class IsaGuard {
- public:
-  IsaGuard() : saved_(ActiveIsa()) {}
-  ~IsaGuard() { SetActiveIsa(saved_).IgnoreError(); }
-
- private:
-  Isa saved_;
-};
-
-std::vector<Isa> SupportedIsas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-    if (IsaSupported(isa)) out.push_back(isa);
-  }
-  return out;
-}
+using pqcd::testing::ScopedIsa;
+using pqcd::testing::SupportedIsas;
 
 // Permutes n interleaved random states with every backend and compares with n single permutations.
 void CheckPermutation(size_t n, const uint64_t* seed_state) {
@@ -38,7 +26,7 @@ void CheckPermutation(size_t n, const uint64_t* seed_state) {
     KeccakF1600Portable(one);
     for (size_t i = 0; i < 25; ++i) expect[i * n + j] = one[i];
   }
-  IsaGuard guard;
+  ScopedIsa guard;
   for (Isa isa : SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     alignas(64) uint64_t st[25 * 8];
@@ -109,7 +97,7 @@ TEST(KeccakSingle, BmiBuildEqualsPortable) {
 // rate.
 template <size_t N>
 void CheckSponge(size_t rate, uint8_t suffix) {
-  IsaGuard guard;
+  ScopedIsa guard;
   SeededRandom rng(uint64_t{rate * 31 + suffix});
   for (Isa isa : SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());

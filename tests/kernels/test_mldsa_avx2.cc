@@ -4,6 +4,8 @@
 // identical coefficient for coefficient (the first differing index is reported).
 #include <gtest/gtest.h>
 
+#include "common/test_support.h"
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -17,6 +19,9 @@
 
 namespace pqcd::kernels::mldsa {
 namespace {
+
+using pqcd::testing::ScopedIsa;
+using pqcd::testing::SupportedIsas;
 
 constexpr int32_t kG2Small = (kQ - 1) / 88;
 constexpr int32_t kG2Large = (kQ - 1) / 32;
@@ -63,15 +68,6 @@ Poly MakePoly(uint64_t& s, int index, int64_t lo, int64_t hi) {
   }
   return p;
 }
-
-class ScopedIsa {
- public:
-  ScopedIsa() : saved_(ActiveIsa()) {}
-  ~ScopedIsa() { (void)SetActiveIsa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 // Runs f under the portable and the AVX2 backend and compares the produced polynomials.
 // f fills `out` (a few polynomials) and may return a scalar result that must also agree.

@@ -4,6 +4,8 @@
 // messages, and invalid requests mixed in (each must fail alone with the single path's status).
 #include <gtest/gtest.h>
 
+#include "common/test_support.h"
+
 #include <string>
 #include <vector>
 
@@ -13,6 +15,9 @@
 namespace pqcd::kernels {
 namespace {
 
+using pqcd::testing::ScopedIsa;
+using pqcd::testing::SupportedIsas;
+
 using ByteVec = std::vector<uint8_t>;
 
 ByteVec Pattern(size_t n, uint32_t salt) {
@@ -20,23 +25,6 @@ ByteVec Pattern(size_t n, uint32_t salt) {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + salt * 17 + 7);
   return v;
 }
-
-std::vector<Isa> Backends() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-    if (IsaSupported(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-class ScopedIsa {
- public:
-  ScopedIsa() : saved_(ActiveIsa()) {}
-  ~ScopedIsa() { (void)SetActiveIsa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 template <class Dsa>
 class MlDsaBatch : public ::testing::Test {};
@@ -64,7 +52,7 @@ Shape ShapeOf(size_t n, size_t i) {
 TYPED_TEST(MlDsaBatch, MatchesSingleOpsOnEveryBackend) {
   using Dsa = TypeParam;
   ScopedIsa restore;
-  for (Isa isa : Backends()) {
+  for (Isa isa : SupportedIsas()) {
     SCOPED_TRACE(std::string(IsaName(isa)));
     size_t items_checked = 0;
     for (size_t n = 1; n <= 17; ++n) {

@@ -11,30 +11,15 @@
 namespace pqcd::kernels {
 namespace {
 
+using pqcd::testing::ScopedIsa;
+using pqcd::testing::SupportedIsas;
+
 using pqcd::testing::FromHex;
 using pqcd::testing::LoadVectorJson;
 using pqcd::testing::ToHex;
 using pqcd::testing::VectorCounter;
 
 // Every backend this CPU supports (the vectors run on each; counts are reported per backend).
-std::vector<Isa> Backends() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-    if (IsaSupported(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-// Restores the active backend when a test ends.
-class IsaRestorer {
- public:
-  IsaRestorer() : saved_(ActiveIsa()) {}
-  ~IsaRestorer() { (void)SetActiveIsa(saved_); }
-
- private:
-  Isa saved_;
-};
-
 // Parameter set from the group metadata ("ML-KEM-768" -> 3); 0 if unknown.
 int KFromParameterSet(const std::string& name) {
   if (name == "ML-KEM-512") return 2;
@@ -127,8 +112,8 @@ TEST(MlKemVectors, AcvpKeyGen) {
   const nlohmann::json j = LoadVectorJson("acvp/ML-KEM-keyGen-FIPS203/internalProjection.json");
   ASSERT_FALSE(j.is_null());
   VectorCounter counter("acvp/ML-KEM-keyGen-FIPS203/internalProjection.json");
-  IsaRestorer restore;
-  const std::vector<Isa> backends = Backends();
+  ScopedIsa restore;
+  const std::vector<Isa> backends = SupportedIsas();
   for (Isa isa : backends) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     const std::string backend(IsaName(isa));
@@ -151,8 +136,8 @@ TEST(MlKemVectors, AcvpEncapDecap) {
   const nlohmann::json j = LoadVectorJson("acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json");
   ASSERT_FALSE(j.is_null());
   VectorCounter counter("acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json");
-  IsaRestorer restore;
-  const std::vector<Isa> backends = Backends();
+  ScopedIsa restore;
+  const std::vector<Isa> backends = SupportedIsas();
   for (Isa isa : backends) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     const std::string backend(IsaName(isa));

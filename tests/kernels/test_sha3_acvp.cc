@@ -19,6 +19,9 @@
 namespace pqcd::kernels {
 namespace {
 
+using pqcd::testing::ScopedIsa;
+using pqcd::testing::SupportedIsas;
+
 using ::pqcd::testing::FromHex;
 using ::pqcd::testing::LoadVectorJson;
 using ::pqcd::testing::ToHex;
@@ -34,24 +37,6 @@ std::string Abbrev(const std::vector<uint8_t>& v) {
   std::string s = ToHex(v);
   return s.size() > 96 ? s.substr(0, 96) + "..." : s;
 }
-
-std::vector<Isa> SupportedIsas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-    if (IsaSupported(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-// Restores the process-wide backend when a test ends.
-class IsaRestorer {
- public:
-  IsaRestorer() : saved_(ActiveIsa()) {}
-  ~IsaRestorer() { (void)SetActiveIsa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 // Chunk lengths that hit the interesting cases: empty, single bytes, around the rate, and random.
 size_t NextChunk(std::mt19937_64& rng, size_t rate, size_t left) {
@@ -305,7 +290,7 @@ void RunAcvpFile(const std::string& file, HashAlgorithm alg) {
   ASSERT_FALSE(doc.is_null());
   ASSERT_EQ(doc["algorithm"].get<std::string>(), HashName(alg));
   VectorCounter counter(file);
-  IsaRestorer restore;
+  ScopedIsa restore;
   std::mt19937_64 rng(0x5a3ULL ^ static_cast<uint64_t>(alg));
   for (Isa isa : SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
