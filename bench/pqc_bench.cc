@@ -8,7 +8,8 @@
 //                                CPU in the allowed set, usually the least disturbed one)
 //   --benchmark_filter=REGEX     e.g. 'MlKem.*ML-KEM-768', 'Sha3|Shake', '/avx2'
 //   --benchmark_repetitions=N    repetitions per benchmark (default here: 5); only the aggregates
-//                                (mean, median, stddev, cv) are reported: quote the median
+//                                (mean, median, stddev, cv, min) are reported: quote the median
+//                                on a quiet machine, the min on a shared one
 //   --benchmark_min_time=S       minimum seconds per repetition (Benchmark 1.7: a plain number)
 //   --benchmark_format=json --benchmark_out=FILE   machine-readable results
 //
@@ -33,6 +34,10 @@
 //                      runs at the TSC frequency (turbo and power saving make them differ).
 //   bytes_per_second   hash throughput
 //
+// The context line pqcd_core_cycles_per_tsc is the pinned core's clock over the TSC rate, measured
+// at start-up with a chain of dependent adds (one per cycle): tsc_per_op x that ratio = core
+// cycles.
+//
 // Randomized operations (key generation, encapsulation, hedged signing) draw from a SeededRandom,
 // so every run does the same work; the cost of reading the OS random source is not included.
 #include <benchmark/benchmark.h>
@@ -55,6 +60,9 @@
 #include "pqcd/kernels/random.h"
 #include "pqcd/kernels/sha3.h"
 #include "pqcd/kernels/sm3.h"
+
+// Internal header of the kernels (multi-lane Keccak permutation), for BM_KeccakF1600xN only.
+#include "keccak/keccak_multi.h"
 
 // Build with -DPQCD_BENCH_NO_PQC to leave out ML-KEM/ML-DSA (e.g. while their kernels are
 // unfinished); the normal build includes them.
@@ -107,6 +115,30 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
   return v;
 }
 
+// Core clock relative to the TSC on the pinned CPU: a chain of dependent 64-bit adds runs one add
+// per core cycle, so adds / TSC ticks = core cycles per TSC tick. Multiply tsc_per_op by it to get
+// core cycles; comparing figures taken on machines whose cores run at a different multiple of
+// their TSC needs it (RESULTS.md).
+double CoreCyclesPerTsc() {
+  constexpr uint64_t kIters = 20'000'000;  // 4 adds each: 80 M cycles, ~25 ms per try
+  uint64_t best = ~uint64_t{0};
+  for (int rep = 0; rep < 5; ++rep) {
+    uint64_t x = 0, n = kIters;
+    const uint64_t t0 = __rdtsc();
+    __asm__ volatile(
+        "1:\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "sub $1, %1\n\t"
+        "jnz 1b"
+        : "+r"(x), "+r"(n));
+    best = std::min<uint64_t>(best, __rdtsc() - t0);
+  }
+  return 4.0 * static_cast<double>(kIters) / static_cast<double>(best);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hashes
 
@@ -119,6 +151,18 @@ void BM_KeccakF1600(benchmark::State& state, bool portable) {
     } else {
       kernels::KeccakF1600(s);
     }
+    benchmark::DoNotOptimize(s);
+    return true;
+  });
+}
+
+// The multi-lane permutation as the samplers use it: `lanes` interleaved states per call (4 on
+// avx2 and portable, 8 on avx512). One op = one call, i.e. `lanes` permutations.
+void BM_KeccakF1600xN(benchmark::State& state, size_t lanes) {
+  alignas(64) uint64_t s[kernels::kKeccakLanes * 8] = {};
+  for (size_t i = 0; i < lanes; ++i) s[i] = i + 1;
+  Measure(state, 1, 0, [&] {
+    kernels::KeccakF1600xN(s, lanes);
     benchmark::DoNotOptimize(s);
     return true;
   });
@@ -432,6 +476,12 @@ void Add(const std::string& name, std::optional<Isa> isa, benchmark::TimeUnit un
                                  fn(state);
                                })
       ->ReportAggregatesOnly(true)
+      // The fastest repetition: other processes only ever add time, so on a shared machine the
+      // minimum is the steadier figure; the median stays the one to quote on a quiet machine.
+      ->ComputeStatistics("min",
+                          [](const std::vector<double>& v) {
+                            return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+                          })
       ->Unit(unit);
 }
 
@@ -482,6 +532,9 @@ void RegisterAll(const std::vector<Isa>& backends) {
   for (Isa isa : backends) {
     Add("BM_KeccakF1600", isa, benchmark::kNanosecond,
         [](benchmark::State& s) { BM_KeccakF1600(s, /*portable=*/false); });
+    const size_t lanes = isa == Isa::kAvx512 ? 8 : 4;
+    Add("BM_KeccakF1600x" + std::to_string(lanes), isa, benchmark::kNanosecond,
+        [lanes](benchmark::State& s) { BM_KeccakF1600xN(s, lanes); });
     struct HashCase {
       const char* name;
       HashAlgorithm alg;
@@ -617,6 +670,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("pqcd_pinned_cpu", std::to_string(cpu));
   benchmark::AddCustomContext("pqcd_backends", names);
   benchmark::AddCustomContext("pqcd_tsc_per_op", "TSC ticks per operation (constant-rate counter)");
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.3f", CoreCyclesPerTsc());
+  benchmark::AddCustomContext("pqcd_core_cycles_per_tsc", ratio);
 
   RegisterAll(backends);
   benchmark::RunSpecifiedBenchmarks();
