@@ -1,6 +1,7 @@
 #include "keccak/keccak_multi.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "pqcd/kernels/common.h"
@@ -8,6 +9,9 @@
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
+
+// Lanes are read and written as little-endian 64-bit words (memcpy between bytes and lanes).
+static_assert(std::endian::native == std::endian::little);
 
 void KeccakF1600xNPortable(uint64_t* st, size_t n) {
   uint64_t one[kKeccakLanes];
@@ -32,6 +36,94 @@ void KeccakF1600xN(uint64_t* st, size_t n) {
   }
 }
 
+void KeccakF1600xNWithRider(uint64_t* st, size_t n, uint64_t st1[25]) {
+  if (n % 4 == 0 && ActiveIsa() == Isa::kAvx2) {
+    KeccakF1600x4x1Avx2(st, n, st1);
+    for (size_t off = 4; off < n; off += 4) KeccakF1600x4Avx2(st + off, n);
+  } else {
+    KeccakF1600xN(st, n);
+    KeccakF1600(st1);
+  }
+}
+
+KeccakRider::~KeccakRider() {
+  SecureZero(state, sizeof(state));
+}
+
+AbsorbRider::~AbsorbRider() = default;
+
+void AbsorbRider::Begin(Bytes first, Bytes second) {
+  std::memset(state, 0, sizeof(state));
+  first_ = first;
+  second_ = second;
+  done_ = 0;
+  padded_ = false;
+}
+
+// Message bytes [from, from + n) of first || second into dst.
+void AbsorbRider::Gather(size_t from, size_t n, uint8_t* dst) const {
+  const size_t a = first_.size();
+  const size_t from_first = from < a ? std::min(n, a - from) : 0;
+  if (from_first != 0) std::memcpy(dst, first_.data() + from, from_first);
+  if (n > from_first)
+    std::memcpy(dst + from_first, second_.data() + (from + from_first - a), n - from_first);
+}
+
+bool AbsorbRider::Step() {
+  if (padded_) return false;
+  const size_t total = first_.size() + second_.size();
+  const size_t words = rate_ / 8;
+  alignas(8) uint8_t block[200];
+  const uint8_t* src;
+  if (total - done_ >= rate_ && done_ + rate_ <= first_.size()) {
+    src = first_.data() + done_;  // a whole block inside the first part: no copy
+    done_ += rate_;
+  } else if (total - done_ >= rate_) {
+    Gather(done_, rate_, block);
+    src = block;
+    done_ += rate_;
+  } else {
+    const size_t rest = total - done_;
+    Gather(done_, rest, block);
+    std::memset(block + rest, 0, rate_ - rest);
+    block[rest] ^= suffix_;
+    block[rate_ - 1] ^= 0x80;
+    src = block;
+    done_ = total;
+    padded_ = true;
+  }
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t v;
+    std::memcpy(&v, src + 8 * w, 8);
+    state[w] ^= v;
+  }
+  SecureZero(block, sizeof(block));  // the message may be secret (J's z)
+  return true;
+}
+
+void AbsorbRider::Finish(MutBytes out) {
+  while (Step()) KeccakF1600(state);
+  size_t done = 0;
+  while (done < out.size()) {
+    const size_t take = std::min(out.size() - done, rate_);
+    for (size_t b = 0; b < take; b += 8) {
+      const uint64_t v = state[b / 8];
+      std::memcpy(out.data() + done + b, &v, std::min<size_t>(8, take - b));
+    }
+    done += take;
+    if (done < out.size()) KeccakF1600(state);
+  }
+}
+
+template <size_t N>
+void KeccakMulti<N>::Permute() {
+  if (rider_ != nullptr && rider_->Step()) {
+    KeccakF1600xNWithRider(st_, N, rider_->state);
+  } else {
+    KeccakF1600xN(st_, N);
+  }
+}
+
 template <size_t N>
 KeccakMulti<N>::~KeccakMulti() {
   SecureZero(st_, sizeof(st_));
@@ -44,11 +136,6 @@ void KeccakMulti<N>::Reset() {
 }
 
 template <size_t N>
-void KeccakMulti<N>::XorByte(size_t lane, size_t pos, uint8_t b) {
-  st_[(pos / 8) * N + lane] ^= uint64_t{b} << (8 * (pos % 8));
-}
-
-template <size_t N>
 void KeccakMulti<N>::AbsorbOnce(const uint8_t* const in[N], size_t len) {
   AbsorbOnce2(in, len, nullptr, 0);
 }
@@ -58,38 +145,58 @@ void KeccakMulti<N>::AbsorbOnce2(const uint8_t* const in[N], size_t len,
                                  const uint8_t* const tail[N], size_t tail_len) {
   const size_t total = len + tail_len;
   const size_t words = rate_ / 8;
-  // Byte at absolute offset `o` of lane j's message.
-  auto byte_at = [&](size_t j, size_t o) -> uint8_t {
-    if (o < len) return in[j] != nullptr ? in[j][o] : 0;
-    return (tail != nullptr && tail[j] != nullptr) ? tail[j][o - len] : 0;
-  };
-  size_t done = 0;
-  // Whole blocks straight from the first part, a word at a time.
-  while (total - done >= rate_) {
-    if (done + rate_ <= len) {
-      for (size_t j = 0; j < N; ++j) {
-        if (in[j] == nullptr) continue;
-        for (size_t w = 0; w < words; ++w) {
-          uint64_t v;
-          std::memcpy(&v, in[j] + done + 8 * w, 8);
-          st_[w * N + j] ^= v;
-        }
-      }
-    } else {
-      for (size_t j = 0; j < N; ++j) {
-        for (size_t b = 0; b < rate_; ++b) XorByte(j, b, byte_at(j, done + b));
+  // Lane j's bytes [from, from + n) of in[j] || tail[j] (zeros for a null lane) into dst.
+  auto gather = [&](size_t j, size_t from, size_t n, uint8_t* dst) {
+    const size_t from_in = from < len ? std::min(n, len - from) : 0;
+    if (from_in != 0) {
+      if (in[j] != nullptr) {
+        std::memcpy(dst, in[j] + from, from_in);
+      } else {
+        std::memset(dst, 0, from_in);
       }
     }
-    KeccakF1600xN(st_, N);
+    if (n > from_in) {
+      const size_t t0 = from + from_in - len;
+      if (tail != nullptr && tail[j] != nullptr) {
+        std::memcpy(dst + from_in, tail[j] + t0, n - from_in);
+      } else {
+        std::memset(dst + from_in, 0, n - from_in);
+      }
+    }
+  };
+  auto xor_block = [&](size_t j, const uint8_t* block) {
+    for (size_t w = 0; w < words; ++w) {
+      uint64_t v;
+      std::memcpy(&v, block + 8 * w, 8);
+      st_[w * N + j] ^= v;
+    }
+  };
+  alignas(8) uint8_t block[200];
+  size_t done = 0;
+  // Whole blocks: straight from the first part where they lie inside it, else assembled.
+  while (total - done >= rate_) {
+    for (size_t j = 0; j < N; ++j) {
+      if (done + rate_ <= len) {
+        if (in[j] != nullptr) xor_block(j, in[j] + done);
+      } else {
+        gather(j, done, rate_, block);
+        xor_block(j, block);
+      }
+    }
+    Permute();
     done += rate_;
   }
+  // The final block: remaining bytes, the domain suffix and the last padding bit.
   const size_t rest = total - done;
   for (size_t j = 0; j < N; ++j) {
-    for (size_t b = 0; b < rest; ++b) XorByte(j, b, byte_at(j, done + b));
-    XorByte(j, rest, suffix_);
-    XorByte(j, rate_ - 1, 0x80);
+    gather(j, done, rest, block);
+    std::memset(block + rest, 0, rate_ - rest);
+    block[rest] ^= suffix_;
+    block[rate_ - 1] ^= 0x80;
+    xor_block(j, block);
   }
-  KeccakF1600xN(st_, N);
+  SecureZero(block, sizeof(block));  // may hold secret seeds
+  Permute();
   pos_ = 0;
 }
 
@@ -98,7 +205,7 @@ void KeccakMulti<N>::SqueezeBlocks(uint8_t* const out[N], size_t nblocks) {
   const size_t words = rate_ / 8;
   for (size_t b = 0; b < nblocks; ++b) {
     if (pos_ == rate_) {
-      KeccakF1600xN(st_, N);
+      Permute();
       pos_ = 0;
     }
     for (size_t j = 0; j < N; ++j) {
@@ -115,15 +222,27 @@ void KeccakMulti<N>::Squeeze(uint8_t* const out[N], size_t len) {
   size_t done = 0;
   while (done < len) {
     if (pos_ == rate_) {
-      KeccakF1600xN(st_, N);
+      Permute();
       pos_ = 0;
     }
     const size_t take = std::min(len - done, rate_ - pos_);
+    // Output bytes [pos_, pos_ + take) of the block, word by word (lanes are little-endian).
     for (size_t j = 0; j < N; ++j) {
       if (out[j] == nullptr) continue;
-      for (size_t b = 0; b < take; ++b) {
-        const size_t p = pos_ + b;
-        out[j][done + b] = static_cast<uint8_t>(st_[(p / 8) * N + j] >> (8 * (p % 8)));
+      uint8_t* o = out[j] + done;
+      size_t p = pos_;
+      const size_t stop = pos_ + take;
+      while (p < stop) {
+        const size_t off = p % 8;
+        const size_t n = std::min<size_t>(8 - off, stop - p);
+        const uint64_t v = st_[(p / 8) * N + j];
+        if (n == 8) {
+          std::memcpy(o, &v, 8);
+        } else {
+          std::memcpy(o, reinterpret_cast<const uint8_t*>(&v) + off, n);
+        }
+        o += n;
+        p += n;
       }
     }
     pos_ += take;

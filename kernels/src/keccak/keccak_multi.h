@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "pqcd/kernels/common.h"
+
 namespace pqcd::kernels {
 
 // Permutes N interleaved states (N = 4 or 8; other N take the portable path).
@@ -23,6 +25,51 @@ void KeccakF1600x4Avx512(uint64_t* st, size_t stride);  // YMM registers with AV
 void KeccakF1600xNPortable(uint64_t* st, size_t n);
 // The single-state permutation built with BMI1/BMI2 (andn, rorx); on any CPU with AVX2.
 void KeccakF1600Bmi(uint64_t state[25]);
+// 4 states (as KeccakF1600x4Avx2) and one more single state st1, interleaved in one instruction
+// stream so that the scalar permutation runs on the integer units beside the vector one.
+void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, uint64_t st1[25]);
+// KeccakF1600xN(st, n) and KeccakF1600(st1): fused on AVX2, one after the other elsewhere.
+void KeccakF1600xNWithRider(uint64_t* st, size_t n, uint64_t st1[25]);
+
+// A single Keccak state that rides along with a KeccakMulti: before each multi-lane permutation
+// the multi-lane sponge calls Step(); when it returns true (the rider has prepared its state for a
+// permutation) the rider's state is permuted together with the lanes, fused into one call on AVX2.
+// Work that one operation must do on a single sponge anyway (H(ek) beside ML-KEM's matrix, H(pk)
+// beside ML-DSA's) then costs a fraction of a permutation instead of a whole one.
+class KeccakRider {
+ public:
+  virtual ~KeccakRider();
+  // Prepares state for its next permutation and returns true, or returns false (state untouched)
+  // when the rider needs no permutation now. A true return obliges the caller to permute state.
+  virtual bool Step() = 0;
+
+  alignas(64) uint64_t state[25] = {};
+};
+
+// Hashes first || second with a SHA-3 / SHAKE sponge (rate, domain suffix), one block per ride.
+// Finish() runs alone whatever the rides did not cover, then squeezes the output.
+class AbsorbRider final : public KeccakRider {
+ public:
+  AbsorbRider(size_t rate_bytes, uint8_t suffix) : rate_(rate_bytes), suffix_(suffix) {}
+  ~AbsorbRider() override;
+  AbsorbRider(const AbsorbRider&) = delete;
+  AbsorbRider& operator=(const AbsorbRider&) = delete;
+
+  // Starts a new message (the spans must stay valid until Finish).
+  void Begin(Bytes first, Bytes second = {});
+  // XORs the next block (the padded final one last) into state; false once all are absorbed.
+  bool Step() override;
+  // Absorbs the rest alone and squeezes out.size() bytes (any length).
+  void Finish(MutBytes out);
+
+ private:
+  void Gather(size_t from, size_t n, uint8_t* dst) const;
+  size_t rate_;
+  uint8_t suffix_;
+  Bytes first_, second_;
+  size_t done_ = 0;      // message bytes absorbed
+  bool padded_ = false;  // the final (padded) block has been absorbed
+};
 
 // N sponges with the same rate and suffix that absorb inputs of one common length and then squeeze
 // in lockstep: SHAKE128 matrix rows, ExpandMask streams, G/H/J of a batch of requests.
@@ -48,9 +95,14 @@ class KeccakMulti {
 
   size_t rate() const { return rate_; }
 
+  // Every permutation of these lanes also advances `rider` (see KeccakRider) while it needs it;
+  // nullptr detaches. The rider must outlive its use here. Reset() keeps the rider.
+  void SetRider(KeccakRider* rider) { rider_ = rider; }
+
  private:
-  void XorByte(size_t lane, size_t pos, uint8_t b);
+  void Permute();
   alignas(64) uint64_t st_[25 * N];
+  KeccakRider* rider_ = nullptr;
   size_t rate_;
   size_t pos_;  // squeeze position within the current block
   uint8_t suffix_;
