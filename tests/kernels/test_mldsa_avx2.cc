@@ -312,6 +312,90 @@ TEST_F(MlDsaAvx2, Unpacking) {
   }
 }
 
+// Runs f (which fills `out` with an encoding) under both backends and compares the bytes.
+::testing::AssertionResult SameBytesOnBothBackends(
+    const std::function<void(std::vector<uint8_t>&)>& f, size_t size) {
+  std::vector<uint8_t> ref(size + 16, 0x5a), got(size + 16, 0xa5);
+  if (!SetActiveIsa(Isa::kPortable).ok()) return ::testing::AssertionFailure() << "portable";
+  f(ref);
+  if (!SetActiveIsa(Isa::kAvx2).ok()) return ::testing::AssertionFailure() << "avx2";
+  f(got);
+  for (size_t i = 0; i < size; ++i) {
+    if (ref[i] != got[i]) {
+      return ::testing::AssertionFailure() << "first differing byte " << i << ": portable "
+                                           << int{ref[i]} << ", avx2 " << int{got[i]};
+    }
+  }
+  for (size_t i = size; i < size + 16; ++i) {  // nothing written past the encoding
+    if (ref[i] != 0x5a || got[i] != 0xa5) {
+      return ::testing::AssertionFailure() << "write past the encoding at byte " << i;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Bit packing: each packer on edge polynomials (all at the bounds of its input range, alternating)
+// and random ones inside the poly.h contract.
+TEST_F(MlDsaAvx2, Packing) {
+  struct Case {
+    const char* name;
+    int64_t lo, hi;
+    size_t bytes;
+    std::function<void(uint8_t*, const Poly&)> pack;
+  };
+  const Case cases[] = {
+      {"t1", 0, 1023, 320, [](uint8_t* o, const Poly& a) { PackT1(o, a); }},
+      {"t0", -4095, 4096, 416, [](uint8_t* o, const Poly& a) { PackT0(o, a); }},
+      {"eta2", -2, 2, 96, [](uint8_t* o, const Poly& a) { PackEta<2>(o, a); }},
+      {"eta4", -4, 4, 128, [](uint8_t* o, const Poly& a) { PackEta<4>(o, a); }},
+      {"w1 (6 bits)", 0, 43, 192, [](uint8_t* o, const Poly& a) { PackW1<kG2Small>(o, a); }},
+      {"w1 (4 bits)", 0, 15, 128, [](uint8_t* o, const Poly& a) { PackW1<kG2Large>(o, a); }},
+  };
+  uint64_t s = 22;
+  for (const Case& c : cases) {
+    for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+      const Poly in = MakePoly(s, n, c.lo, c.hi);
+      ASSERT_TRUE(SameBytesOnBothBackends(
+          [&](std::vector<uint8_t>& out) { c.pack(out.data(), in); }, c.bytes))
+          << c.name << " input #" << n << " (edge patterns < " << kEdges << ")";
+    }
+  }
+}
+
+// Unpacking of t0 and eta fields: every byte pattern (eta: out-of-range fields must raise the same
+// malformed flag and give the same coefficients).
+TEST_F(MlDsaAvx2, UnpackT0AndEta) {
+  uint64_t s = 23;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    std::vector<uint8_t> t0(416), e2(96), e4(128);
+    for (auto* v : {&t0, &e2, &e4}) {
+      for (auto& b : *v) {
+        const uint8_t r = static_cast<uint8_t>(SplitMix(s));
+        b = n == 0 ? 0 : n == 1 ? 0xff : n == 2 ? 0x44 : n == 3 ? 0x92 : r;
+      }
+    }
+    if (n >= kEdges && n % 2) {  // mostly valid eta encodings: fields in [0, 2 eta]
+      for (auto& b : e4) b = static_cast<uint8_t>((b & 0x77) % 9 | ((b >> 4) % 9) << 4);
+      for (size_t i = 0; i + 3 <= e2.size(); i += 3) {
+        uint32_t w = 0;
+        for (int k = 0; k < 8; ++k) w |= static_cast<uint32_t>(SplitMix(s) % 5) << (3 * k);
+        e2[i] = static_cast<uint8_t>(w);
+        e2[i + 1] = static_cast<uint8_t>(w >> 8);
+        e2[i + 2] = static_cast<uint8_t>(w >> 16);
+      }
+    }
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          UnpackT0(out[0], t0.data());
+          const uint32_t bad2 = UnpackEta<2>(out[1], e2.data());
+          const uint32_t bad4 = UnpackEta<4>(out[2], e4.data());
+          return static_cast<int64_t>(bad2) << 32 | bad4;
+        },
+        3))
+        << "input #" << n;
+  }
+}
+
 // The sampler end to end (4-lane Keccak + vector rejection) and the rejection loop alone.
 TEST_F(MlDsaAvx2, UniformSampling) {
   uint64_t s = 17;
@@ -349,6 +433,50 @@ TEST_F(MlDsaAvx2, UniformSampling) {
     ASSERT_EQ(got_count, want_count) << "input #" << n;
     for (int i = 0; i < want_count; ++i) ASSERT_EQ(got[i], want[i]) << "index " << i;
   }
+}
+
+// RejBoundedPoly's inner loop alone: start counts up to 256 (the 8-lane stores meet the end of
+// the polynomial), lengths that are not multiples of 8 (the remainder path), runs of rejected
+// half-bytes and half-bytes at the accept bounds. Coefficients past the returned count are
+// unspecified (the AVX2 kernel may write there) and are not compared.
+template <int Eta>
+void CheckRejectEta(uint64_t seed) {
+  uint64_t s = seed;
+  const uint8_t edge_bytes[kEdges] = {0x00, 0xff, 0x0f, 0x88, 0x99, 0xee};
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    uint8_t buf[600];
+    const int mode = n % 3;
+    for (size_t i = 0; i < sizeof(buf); ++i) {
+      const uint64_t r = SplitMix(s);
+      if (n < kEdges) {
+        buf[i] = (n == 2 && i % 2) ? 0xf0 : edge_bytes[n];
+      } else if (mode == 0) {
+        buf[i] = static_cast<uint8_t>(r);
+      } else {  // half-bytes near the bounds (8, 9, 14, 15) or rejected
+        static constexpr uint8_t kNear[4] = {8, 9, 14, 15};
+        buf[i] = static_cast<uint8_t>(kNear[r & 3] | kNear[(r >> 2) & 3] << 4);
+        if (mode == 2 && (r >> 8) % 4 == 0) buf[i] = static_cast<uint8_t>(r >> 16);
+      }
+    }
+    const size_t len = n < kEdges ? sizeof(buf) - n : SplitMix(s) % (sizeof(buf) + 1);
+    const int start = n % 4 == 0 ? static_cast<int>(SplitMix(s) % (kN + 1))
+                                 : kN - 1 - static_cast<int>(SplitMix(s) % 40);
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          std::memset(&out[0], 0, sizeof(out[0]));
+          const int count = RejectEta<Eta>(out[0].coeffs, start, buf, len);
+          for (int i = count; i < kN; ++i) out[0].coeffs[i] = 0;
+          return static_cast<int64_t>(count);
+        },
+        1))
+        << "eta " << Eta << " input #" << n << " (edge patterns < " << kEdges << ") len " << len
+        << " start " << start;
+  }
+}
+
+TEST_F(MlDsaAvx2, RejectEta) {
+  CheckRejectEta<2>(20);
+  CheckRejectEta<4>(21);
 }
 
 TEST_F(MlDsaAvx2, EtaAndMaskSampling) {

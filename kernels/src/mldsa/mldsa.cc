@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -253,6 +254,28 @@ bool SameBytes(Bytes a, Bytes b) {
   return diff == 0;
 }
 
+// Wipes n bytes at p when the scope ends: the secret part of a scratch struct whose large public
+// members (A-hat, t1) are not worth wiping.
+class WipeOnExit {
+ public:
+  WipeOnExit(void* p, size_t n) : p_(p), n_(n) {}
+  ~WipeOnExit() { SecureZero(p_, n_); }
+  WipeOnExit(const WipeOnExit&) = delete;
+  WipeOnExit& operator=(const WipeOnExit&) = delete;
+
+ private:
+  void* p_;
+  size_t n_;
+};
+
+// The bytes of `object` from member `first` to its end.
+template <class T, class M>
+WipeOnExit WipeFrom(T& object, M& first) {
+  uint8_t* base = reinterpret_cast<uint8_t*>(&object);
+  uint8_t* from = reinterpret_cast<uint8_t*>(&first);
+  return WipeOnExit(from, sizeof(T) - static_cast<size_t>(from - base));
+}
+
 // ---- The algorithm, templated on the parameter set ---------------------------------------------
 
 template <int K, int L>
@@ -286,7 +309,8 @@ struct Impl {
   static_assert(kSig == kCTildeBytes + L * kZBytes + kOmega + K);
   static_assert(K * L <= 256 && kMaxSignAttempts * L < 65536, "nonces fit in 16 bits");
 
-  // The signer's view of a private key: everything in the NTT domain, plus A-hat.
+  // The signer's view of a private key: everything in the NTT domain, plus A-hat. The public
+  // members come first: WipeSecrets() wipes from s1_hat on (A-hat is 2/3 of the struct).
   struct alignas(64) SigningKey {
     Poly a[K][L];  // A-hat (public, from rho)
     PolyVec<L> s1_hat;
@@ -296,6 +320,7 @@ struct Impl {
     uint8_t key[32];
     uint8_t tr[64];
   };
+  static WipeOnExit WipeSecrets(SigningKey& key) { return WipeFrom(key, key.s1_hat); }
 
   // ExpandA (Alg. 32): A[r][s] = RejNTTPoly(rho || s || r).
   static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32]) {
@@ -341,11 +366,11 @@ struct Impl {
   // ---- Key generation (Alg. 6) ----
 
   struct alignas(64) KeyGenScratch {
-    uint8_t seeds[128];  // rho || rho' || K
+    PolyVec<K> t1;       // public: not wiped
+    uint8_t seeds[128];  // rho || rho' || K; wiped from here on
     PolyVec<L> s1;
     PolyVec<K> s2;
     PolyVec<K> t;  // then t0
-    PolyVec<K> t1;
   };
 
   // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, s1-hat, rho, K, tr) and, when
@@ -369,7 +394,7 @@ struct Impl {
   static void KeyGenFromSeeds(const uint8_t seeds[128], uint8_t* pk, uint8_t* sk, SigningKey& key,
                               bool want_signing_key, bool compute_tr) {
     KeyGenScratch ws;
-    ZeroOnExit wipe(ws);
+    const WipeOnExit wipe = WipeFrom(ws, ws.seeds);
     std::memcpy(ws.seeds, seeds, 128);
     const uint8_t* rho = ws.seeds;
     const uint8_t* rho_prime = ws.seeds + 32;
@@ -469,9 +494,9 @@ struct Impl {
     PolyVec<K> w1;  // w, then w1 = HighBits(w)
     PolyVec<K> w0;  // LowBits(w), then r0 = w0 - c s2, then w0 - c s2 + c t0
     PolyVec<K> h;   // c s2, then c t0, then the hint
-    Poly c;
     uint8_t rho_pp[64];
     uint8_t w1_packed[K * kW1Bytes];
+    Poly c;  // public (from the declassified c~): not wiped
   };
 
   static absl::Status SignWithKey(const SigningKey& key, const uint8_t mu[64],
@@ -491,7 +516,7 @@ struct Impl {
   static absl::Status SignWithRhoPP(const SigningKey& key, const uint8_t mu[64],
                                     const uint8_t rho_pp[64], uint8_t* sig) {
     SignScratch ws;
-    ZeroOnExit wipe(ws);
+    const WipeOnExit wipe(&ws, offsetof(SignScratch, c));
     std::memcpy(ws.rho_pp, rho_pp, 64);
     uint8_t* c_tilde = sig;
     for (int attempt = 0, kappa = 0; attempt < kMaxSignAttempts; ++attempt, kappa += L) {
@@ -894,7 +919,7 @@ struct Impl {
   template <class MakeMu>
   static absl::Status SignCommon(Bytes sk, const uint8_t rnd[32], MutBytes sig, MakeMu make_mu) {
     SigningKey key;
-    ZeroOnExit wipe_key(key);
+    const WipeOnExit wipe_key = WipeSecrets(key);
     if (absl::Status s = LoadSigningKey(sk, key); !s.ok()) return s;
     uint8_t mu[64];
     if (absl::Status s = make_mu(key.tr, mu); !s.ok()) return s;
@@ -935,7 +960,9 @@ void MlDsa<K, L>::KeyGenInternal(std::span<const uint8_t, 32> xi,
                                  std::span<uint8_t, kPrivateKeyBytes> sk) {
   using I = Impl<K, L>;
   typename I::SigningKey key;
-  ZeroOnExit wipe(key);
+  // Only s1-hat and K are secret here (s2-hat and t0-hat stay unused without want_signing_key).
+  const WipeOnExit wipe_s1(&key.s1_hat, sizeof(key.s1_hat));
+  const WipeOnExit wipe_k(key.key, sizeof(key.key));
   I::KeyGenCore(xi.data(), pk.data(), sk.data(), key, /*want_signing_key=*/false);
 }
 

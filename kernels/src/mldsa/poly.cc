@@ -3,6 +3,7 @@
 #include "mldsa/poly.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "mldsa/avx2/mldsa_avx2.h"
 #include "pqcd/kernels/common.h"
@@ -90,38 +91,42 @@ inline void DecomposeCoeff(int32_t a, int32_t& r1, int32_t& r0) {
 }
 
 // Little-endian bit packing of 256 coefficients into 32 * Bits bytes; map(coeff) -> [0, 2^Bits).
+// Groups of G coefficients fill a whole number of bytes (G Bits <= 128 bits): the group is built
+// in one 64- or 128-bit accumulator with constant shifts and written with one memcpy.
+template <int Bits>
+inline constexpr int kPackGroup = Bits <= 16 ? 8 : 4;
+template <int Bits>
+using PackWord = std::conditional_t<kPackGroup<Bits> * Bits <= 64, uint64_t, unsigned __int128>;
+
 template <int Bits, class Map>
 inline void PackCoeffs(uint8_t* out, const Poly& a, Map map) {
   static_assert(Bits >= 1 && Bits <= 24);
-  uint64_t acc = 0;
-  int nbits = 0;
-  size_t pos = 0;
-  for (int i = 0; i < kN; ++i) {
-    acc |= static_cast<uint64_t>(map(a.coeffs[i])) << nbits;
-    nbits += Bits;
-    while (nbits >= 8) {
-      out[pos++] = static_cast<uint8_t>(acc);
-      acc >>= 8;
-      nbits -= 8;
-    }
+  constexpr int kG = kPackGroup<Bits>;
+  constexpr size_t kBytes = kG * Bits / 8;
+  static_assert(kG * Bits % 8 == 0 && kG * Bits <= 128);
+  using W = PackWord<Bits>;
+  for (int i = 0; i < kN; i += kG, out += kBytes) {
+    W acc = 0;
+#pragma GCC unroll 8
+    for (int j = 0; j < kG; ++j) acc |= static_cast<W>(map(a.coeffs[i + j])) << (j * Bits);
+    std::memcpy(out, &acc, kBytes);
   }
 }
 
 template <int Bits, class Map>
 inline void UnpackCoeffs(Poly& a, const uint8_t* in, Map map) {
   static_assert(Bits >= 1 && Bits <= 24);
-  constexpr uint64_t kMask = (uint64_t{1} << Bits) - 1;
-  uint64_t acc = 0;
-  int nbits = 0;
-  size_t pos = 0;
-  for (int i = 0; i < kN; ++i) {
-    while (nbits < Bits) {
-      acc |= static_cast<uint64_t>(in[pos++]) << nbits;
-      nbits += 8;
+  constexpr int kG = kPackGroup<Bits>;
+  constexpr size_t kBytes = kG * Bits / 8;
+  constexpr uint32_t kMask = (uint32_t{1} << Bits) - 1;
+  using W = PackWord<Bits>;
+  for (int i = 0; i < kN; i += kG, in += kBytes) {
+    W acc = 0;
+    std::memcpy(&acc, in, kBytes);
+#pragma GCC unroll 8
+    for (int j = 0; j < kG; ++j) {
+      a.coeffs[i + j] = map(static_cast<uint32_t>(acc >> (j * Bits)) & kMask);
     }
-    a.coeffs[i] = map(static_cast<uint32_t>(acc & kMask));
-    acc >>= Bits;
-    nbits -= Bits;
   }
 }
 
@@ -302,6 +307,7 @@ uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
 // ---- Packing ---------------------------------------------------------------------------------
 
 void PackT1(uint8_t out[320], const Poly& t1) {
+  if (UseAvx2()) return avx2::PackT1(out, t1);
   PackCoeffs<10>(out, t1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 void UnpackT1(Poly& t1, const uint8_t in[320]) {
@@ -311,11 +317,13 @@ void UnpackT1(Poly& t1, const uint8_t in[320]) {
 
 template <int Eta>
 void PackEta(uint8_t* out, const Poly& s) {
+  if (UseAvx2()) return Eta == 2 ? avx2::PackEta2(out, s) : avx2::PackEta4(out, s);
   PackCoeffs<kEtaBits<Eta>>(out, s, [](int32_t c) { return static_cast<uint32_t>(Eta - c); });
 }
 
 template <int Eta>
 uint32_t UnpackEta(Poly& s, const uint8_t* in) {
+  if (UseAvx2()) return Eta == 2 ? avx2::UnpackEta2(s, in) : avx2::UnpackEta4(s, in);
   uint32_t bad = 0;
   UnpackCoeffs<kEtaBits<Eta>>(s, in, [&bad](uint32_t v) {
     bad |= static_cast<uint32_t>(2 * Eta - static_cast<int32_t>(v)) >> 31;  // v > 2 eta
@@ -325,9 +333,11 @@ uint32_t UnpackEta(Poly& s, const uint8_t* in) {
 }
 
 void PackT0(uint8_t out[416], const Poly& t0) {
+  if (UseAvx2()) return avx2::PackT0(out, t0);
   PackCoeffs<kD>(out, t0, [](int32_t c) { return static_cast<uint32_t>((1 << (kD - 1)) - c); });
 }
 void UnpackT0(Poly& t0, const uint8_t in[416]) {
+  if (UseAvx2()) return avx2::UnpackT0(t0, in);
   UnpackCoeffs<kD>(t0, in, [](uint32_t v) { return (1 << (kD - 1)) - static_cast<int32_t>(v); });
 }
 
@@ -352,6 +362,9 @@ template <int32_t Gamma2>
 void PackW1(uint8_t* out, const Poly& w1) {
   constexpr int kBits = Gamma2 == (kQ - 1) / 88 ? 6 : 4;
   static_assert(kW1PackedBytes<Gamma2> == 32 * kBits);
+  if (UseAvx2()) {
+    return kBits == 6 ? avx2::PackW1Small(out, w1) : avx2::PackW1Large(out, w1);
+  }
   PackCoeffs<kBits>(out, w1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 

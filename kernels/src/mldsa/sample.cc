@@ -37,18 +37,32 @@ inline int32_t CoeffFromHalfByte(uint32_t b, uint32_t& accept) {
   }
 }
 
+// The accept bits of a whole chunk are computed first (branch-free) and declassified with one
+// CtPublic() call: the accept pattern is independent of the accepted values.
 template <int Eta>
-inline int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
-  for (size_t pos = 0; pos < len && count < kN; ++pos) {
-    const uint32_t byte = buf[pos];
-    uint32_t accept0, accept1;
-    const int32_t c0 = CoeffFromHalfByte<Eta>(byte & 15, accept0);
-    const int32_t c1 = CoeffFromHalfByte<Eta>(byte >> 4, accept1);
-    // The rejection pattern is independent of the accepted coefficients: declassify it.
-    CtPublic(&accept0, sizeof(accept0));
-    CtPublic(&accept1, sizeof(accept1));
-    if (accept0) a[count++] = c0;
-    if (accept1 && count < kN) a[count++] = c1;
+int RejectEtaPortable(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  constexpr size_t kChunkBytes = 256;
+  uint64_t bits[2 * kChunkBytes / 64];
+  size_t pos = 0;
+  while (pos < len && count < kN) {
+    const size_t chunk = len - pos < kChunkBytes ? len - pos : kChunkBytes;
+    const uint8_t* p = buf + pos;
+    const size_t words = (2 * chunk + 63) / 64;
+    for (size_t w = 0; w < words; ++w) bits[w] = 0;
+    for (size_t i = 0; i < chunk; ++i) {
+      uint32_t accept0, accept1;
+      CoeffFromHalfByte<Eta>(p[i] & 15u, accept0);
+      CoeffFromHalfByte<Eta>(static_cast<uint32_t>(p[i]) >> 4, accept1);
+      bits[i / 32] |= static_cast<uint64_t>(accept0 | accept1 << 1) << (2 * (i % 32));
+    }
+    CtPublic(bits, words * sizeof(bits[0]));
+    for (size_t i = 0; i < 2 * chunk && count < kN; ++i) {
+      const uint32_t byte = p[i / 2];
+      uint32_t unused;
+      const int32_t c = CoeffFromHalfByte<Eta>(i % 2 ? byte >> 4 : byte & 15u, unused);
+      if ((bits[i / 64] >> (i % 64)) & 1) a[count++] = c;
+    }
+    pos += chunk;
   }
   return count;
 }
@@ -76,6 +90,14 @@ inline size_t AbsorbGroup(KeccakMulti<kLanes>& xof, const uint8_t* seed, const u
 }
 
 }  // namespace
+
+template <int Eta>
+int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  if (ActiveIsa() != Isa::kPortable) {
+    return Eta == 2 ? avx2::RejectEta2(a, count, buf, len) : avx2::RejectEta4(a, count, buf, len);
+  }
+  return RejectEtaPortable<Eta>(a, count, buf, len);
+}
 
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n) {
   constexpr size_t kRate = Shake128::kRateBytes;
@@ -117,6 +139,11 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
   constexpr size_t kFirstBlocks = 2;
   alignas(64) uint8_t buf[kLanes][kFirstBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
+  const bool avx2 = ActiveIsa() != Isa::kPortable;
+  auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
+    if (!avx2) return RejectEtaPortable<Eta>(a, count, b, len);
+    return Eta == 2 ? avx2::RejectEta2(a, count, b, len) : avx2::RejectEta4(a, count, b, len);
+  };
   KeccakMulti<kLanes> xof(kRate, 0x1f);
   uint8_t nonce_bytes[kLanes][2];
   for (size_t g = 0; g < n; g += kLanes) {
@@ -127,7 +154,7 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
     int count[kLanes] = {kN, kN, kN, kN};
     bool more = false;
     for (size_t j = 0; j < used; ++j) {
-      count[j] = RejectEta<Eta>(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
+      count[j] = reject(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
       more |= count[j] < kN;
     }
     while (more) {  // the number of extra blocks depends only on declassified accept patterns
@@ -135,7 +162,7 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
       xof.SqueezeBlocks(outs, 1);
       more = false;
       for (size_t j = 0; j < used; ++j) {
-        if (count[j] < kN) count[j] = RejectEta<Eta>(out[g + j]->coeffs, count[j], buf[j], kRate);
+        if (count[j] < kN) count[j] = reject(out[g + j]->coeffs, count[j], buf[j], kRate);
         more |= count[j] < kN;
       }
     }
@@ -186,6 +213,8 @@ void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) 
   }
 }
 
+template int RejectEta<2>(int32_t*, int, const uint8_t*, size_t);
+template int RejectEta<4>(int32_t*, int, const uint8_t*, size_t);
 template void SampleEtaPolys<2>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
 template void SampleEtaPolys<4>(Poly* const*, const uint8_t*, const uint16_t*, size_t);
 template void SampleMaskPolys<17>(Poly* const*, const uint8_t*, const uint16_t*, size_t);

@@ -27,6 +27,14 @@ template <int Eta>
 void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_t* nonces,
                     size_t n);
 
+// RejBoundedPoly's inner loop: appends CoeffFromHalfByte(b) for the accepted half-bytes b of
+// buf[0..len) (low half of each byte first) to a[count..256), stops at 256 and returns the new
+// count. buf is secret; only the accept pattern is declassified (once per chunk, never per
+// coefficient). Dispatches to the AVX2 kernel when the active ISA allows. a[new count..256) may
+// be overwritten (scratch).
+template <int Eta>
+int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len);
+
 // ExpandMask (Alg. 34) row: *out[i] = BitUnpack(H(rho'' || nonce_i, 32 (Gamma1Bits + 1)),
 // gamma1 - 1, gamma1) with nonce_i = kappa + i. Out: coefficients in (-2^Gamma1Bits, 2^Gamma1Bits].
 template <int Gamma1Bits>

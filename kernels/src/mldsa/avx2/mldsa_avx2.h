@@ -37,8 +37,26 @@ void UnpackT1(Poly& t1, const uint8_t* in);  // 320 bytes
 void UnpackZ17(Poly& z, const uint8_t* in);  // 576 bytes
 void UnpackZ19(Poly& z, const uint8_t* in);  // 640 bytes
 
+// Bit packing of small fields (pack_avx2.cc); same bytes as the portable PackCoeffs.
+void PackT1(uint8_t* out, const Poly& t1);        // 320 bytes
+void PackT0(uint8_t* out, const Poly& t0);        // 416 bytes
+void UnpackT0(Poly& t0, const uint8_t* in);       // 416 bytes
+void PackEta2(uint8_t* out, const Poly& s);       // 96 bytes
+void PackEta4(uint8_t* out, const Poly& s);       // 128 bytes
+uint32_t UnpackEta2(Poly& s, const uint8_t* in);  // all-ones when a field is above 2 eta
+uint32_t UnpackEta4(Poly& s, const uint8_t* in);
+void PackW1Small(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/88: 6 bits, 192 bytes
+void PackW1Large(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/32: 4 bits, 128 bytes
+
 // RejNTTPoly's inner loop (public data): appends the 3-byte candidates of buf[0..len) below q to
 // a[count..256) and returns the new count (same result as the portable loop).
 int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len);
+
+// RejBoundedPoly's inner loop (sample_avx2.cc; buf is secret): appends CoeffFromHalfByte of the
+// accepted half-bytes of buf[0..len) (low half of each byte first) to a[count..256) and returns
+// the new count; only the accept pattern is declassified (CtPublic). Same result as the portable
+// loop in sample.cc.
+int RejectEta2(int32_t* a, int count, const uint8_t* buf, size_t len);
+int RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len);
 
 }  // namespace pqcd::kernels::mldsa::avx2

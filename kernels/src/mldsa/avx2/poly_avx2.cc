@@ -299,8 +299,26 @@ void UnpackZ19(Poly& z, const uint8_t* in) {
 
 void Ntt(Poly& p) {
   int32_t* a = p.coeffs;
-  int k = 0;
-  for (int len = 128; len >= 8; len >>= 1) {
+  // Layers 128 and 64 together on 4 registers (the same butterflies on the same inputs).
+  {
+    const __m256i z1 = _mm256_set1_epi32(kT.zetas[1]), z1q = _mm256_set1_epi32(kT.zetas_qinv[1]);
+    const __m256i z2 = _mm256_set1_epi32(kT.zetas[2]), z2q = _mm256_set1_epi32(kT.zetas_qinv[2]);
+    const __m256i z3 = _mm256_set1_epi32(kT.zetas[3]), z3q = _mm256_set1_epi32(kT.zetas_qinv[3]);
+    for (int j = 0; j < 64; j += 8) {
+      __m256i v0 = Load(a + j), v1 = Load(a + j + 64), v2 = Load(a + j + 128),
+              v3 = Load(a + j + 192);
+      ButterflyCt(v0, v2, z1, z1q);
+      ButterflyCt(v1, v3, z1, z1q);
+      ButterflyCt(v0, v1, z2, z2q);
+      ButterflyCt(v2, v3, z3, z3q);
+      Store(a + j, v0);
+      Store(a + j + 64, v1);
+      Store(a + j + 128, v2);
+      Store(a + j + 192, v3);
+    }
+  }
+  int k = 3;
+  for (int len = 32; len >= 8; len >>= 1) {
     for (int start = 0; start < kN; start += 2 * len) {
       ++k;
       const __m256i z = _mm256_set1_epi32(kT.zetas[k]);
@@ -348,7 +366,7 @@ void InvNttToMont(Poly& p) {
     Store(a + 16 * m + 8, hi);
   }
   int k = 32;  // layers 1, 2, 4 used k = 255..32
-  for (int len = 8; len < kN; len <<= 1) {
+  for (int len = 8; len < 64; len <<= 1) {
     for (int start = 0; start < kN; start += 2 * len) {
       --k;
       const int32_t zeta = -kT.zetas[k];
@@ -362,9 +380,27 @@ void InvNttToMont(Poly& p) {
       }
     }
   }
+  // Layers 64 and 128 (k = 3, 2 and 1) and the final scaling together on 4 registers: the same
+  // butterflies and Montgomery products on the same inputs as separate passes.
   const __m256i s = _mm256_set1_epi32(kInvNttScale);
   const __m256i sq = _mm256_set1_epi32(LowTimesQInv(kInvNttScale));
-  for (int j = 0; j < kN; j += 8) Store(a + j, MulMont(Load(a + j), s, sq));
+  const __m256i z3 = _mm256_set1_epi32(-kT.zetas[3]),
+                z3q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[3]));
+  const __m256i z2 = _mm256_set1_epi32(-kT.zetas[2]),
+                z2q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[2]));
+  const __m256i z1 = _mm256_set1_epi32(-kT.zetas[1]),
+                z1q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[1]));
+  for (int j = 0; j < 64; j += 8) {
+    __m256i v0 = Load(a + j), v1 = Load(a + j + 64), v2 = Load(a + j + 128), v3 = Load(a + j + 192);
+    ButterflyGs(v0, v1, z3, z3q);
+    ButterflyGs(v2, v3, z2, z2q);
+    ButterflyGs(v0, v2, z1, z1q);
+    ButterflyGs(v1, v3, z1, z1q);
+    Store(a + j, MulMont(v0, s, sq));
+    Store(a + j + 64, MulMont(v1, s, sq));
+    Store(a + j + 128, MulMont(v2, s, sq));
+    Store(a + j + 192, MulMont(v3, s, sq));
+  }
 }
 
 // ---- Pointwise products -----------------------------------------------------------------------

@@ -1,0 +1,198 @@
+// AVX2 ML-DSA bit packing of small coefficients (FIPS 204 Alg. 16-19 for 3..13-bit fields),
+// compiled with -mavx2 -mbmi2 -mpopcnt only; see mldsa_avx2.h.
+//
+// Packing, 8 coefficients (Bits bytes) per step: the 64-bit lanes first take coefficient pairs
+// (c_2j | c_2j+1 << Bits), each pair is shifted by its bit offset modulo 8 (vpsllvq), the pairs
+// are regrouped (even pairs in the low 128-bit half, odd pairs in the high one), and one vpshufb
+// per half moves each pair to its byte offset; the two halves never claim the same byte twice
+// within a half, so an OR of the halves gives the Bits output bytes. Unpacking: each lane takes
+// the 4 bytes holding its field (vpshufb from a 16-byte window), shifts (vpsrlvd) and masks.
+// Stores / loads of 16 bytes that would pass the end of the encoding go through a small stack
+// buffer, wiped afterwards (the coefficients may be secret). Constant time: no data-dependent
+// branch or index. Helpers are static / anonymous-namespace only (never shared with baseline
+// files).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "mldsa/avx2/mldsa_avx2.h"
+#include "pqcd/kernels/common.h"
+
+namespace pqcd::kernels::mldsa::avx2 {
+namespace {
+
+#define PQCD_AI static inline __attribute__((always_inline))
+
+// vpshufb control and shift counts for one Bits value.
+struct PackPlan {
+  int8_t shuffle[32];    // [0..16): even pairs (P0 in bytes 0-7, P2 in 8-15); [16..32): odd pairs
+  int64_t shift[4];      // per pair, in the regrouped order P0, P2, P1, P3
+  int8_t unshuffle[32];  // unpacking: the 4 window bytes holding field i, for lanes 0-3 | 4-7
+  int32_t unshift[8];    // the field's bit offset within those 4 bytes
+  bool ok;
+};
+
+template <int Bits>
+constexpr PackPlan MakePackPlan() {
+  PackPlan p{};
+  p.ok = true;
+  for (int i = 0; i < 32; ++i) p.shuffle[i] = -128;  // zero byte
+  constexpr int kOrder[4] = {0, 2, 1, 3};            // pair held by qword slot k
+  for (int k = 0; k < 4; ++k) {
+    const int j = kOrder[k];
+    const int bit = 2 * j * Bits;
+    const int off = bit / 8, sh = bit % 8;
+    p.shift[k] = sh;
+    const int span = (2 * Bits + sh + 7) / 8;  // bytes the shifted pair covers
+    const int half = k / 2;                    // 0: low 128 bits (P0, P2), 1: high (P1, P3)
+    const int src_base = 8 * (k % 2);          // qword within the half
+    for (int b = 0; b < span; ++b) {
+      const int dst = off + b;
+      if (dst >= 16 || b >= 8 || p.shuffle[16 * half + dst] != -128) p.ok = false;
+      if (dst < 16) p.shuffle[16 * half + dst] = static_cast<int8_t>(src_base + b);
+    }
+  }
+  // Unpacking: field i (of 8) starts at bit i * Bits of a 16-byte window that both 128-bit
+  // halves hold (lane i lives in half i / 4).
+  for (int i = 0; i < 8; ++i) {
+    const int bit = i * Bits;
+    const int off = bit / 8;
+    for (int b = 0; b < 4; ++b) {
+      p.unshuffle[16 * (i / 4) + 4 * (i % 4) + b] = static_cast<int8_t>(off + b);
+    }
+    if (off + 3 >= 16 || (bit % 8) + Bits > 32) p.ok = false;
+    p.unshift[i] = bit % 8;
+  }
+  return p;
+}
+
+template <int Bits>
+struct Plan {
+  static constexpr PackPlan kPlan = MakePackPlan<Bits>();
+  static_assert(kPlan.ok, "packing layout does not fit");
+};
+
+// Bits bytes (in the low bytes of the result, zeros above) from 8 coefficients in [0, 2^Bits).
+template <int Bits>
+PQCD_AI __m128i Pack8(__m256i v) {
+  static_assert(Bits >= 3 && Bits <= 16);
+  constexpr const PackPlan& p = Plan<Bits>::kPlan;
+  const __m256i even = _mm256_blend_epi32(v, _mm256_setzero_si256(), 0xAA);
+  __m256i pairs = _mm256_or_si256(even, _mm256_srli_epi64(v, 32 - Bits));  // c_2j | c_2j+1 << B
+  pairs = _mm256_permute4x64_epi64(pairs, 0xD8);                           // P0 P2 | P1 P3
+  pairs =
+      _mm256_sllv_epi64(pairs, _mm256_setr_epi64x(p.shift[0], p.shift[1], p.shift[2], p.shift[3]));
+  pairs =
+      _mm256_shuffle_epi8(pairs, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.shuffle)));
+  return _mm_or_si128(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+}
+
+// 8 raw Bits-bit fields from the 16 bytes at w (only the first Bits bytes matter).
+template <int Bits>
+PQCD_AI __m256i Unpack8(__m128i w) {
+  constexpr const PackPlan& p = Plan<Bits>::kPlan;
+  const __m256i ctl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.unshuffle));
+  const __m256i fields = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(w), ctl);
+  const __m256i sh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.unshift));
+  return _mm256_and_si256(_mm256_srlv_epi32(fields, sh), _mm256_set1_epi32((1 << Bits) - 1));
+}
+
+PQCD_AI __m256i Load(const int32_t* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Writes 32 Bits bytes; map(v) -> [0, 2^Bits) lane-wise.
+template <int Bits, class Map>
+PQCD_AI void PackPoly(uint8_t* out, const Poly& a, Map map) {
+  // Group g stores 16 bytes at g Bits: inside the output while g Bits + 16 <= 32 Bits.
+  constexpr int kDirect = (32 * Bits - 16) / Bits + 1;
+  int g = 0;
+  for (; g < kDirect && g < 32; ++g) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + g * Bits),
+                     Pack8<Bits>(map(Load(a.coeffs + 8 * g))));
+  }
+  if (g < 32) {
+    alignas(16) uint8_t tail[6 * 16 + 16];
+    const int first = g;
+    for (; g < 32; ++g) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tail + (g - first) * Bits),
+                       Pack8<Bits>(map(Load(a.coeffs + 8 * g))));
+    }
+    const int n = (32 - first) * Bits;
+    for (int i = 0; i < n; ++i) out[first * Bits + i] = tail[i];
+    SecureZero(tail, sizeof(tail));
+  }
+}
+
+// Reads 32 Bits bytes; map(raw field) -> coefficient.
+template <int Bits, class Map>
+PQCD_AI void UnpackPoly(Poly& a, const uint8_t* in, Map map) {
+  constexpr int kDirect = (32 * Bits - 16) / Bits + 1;  // 16-byte loads inside the input
+  int g = 0;
+  for (; g < kDirect && g < 32; ++g) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + g * Bits));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a.coeffs + 8 * g), map(Unpack8<Bits>(w)));
+  }
+  if (g < 32) {
+    alignas(16) uint8_t tail[6 * 16 + 16] = {};
+    const int first = g;
+    const int n = (32 - first) * Bits;
+    for (int i = 0; i < n; ++i) tail[i] = in[first * Bits + i];
+    for (; g < 32; ++g) {
+      const __m128i w =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(tail + (g - first) * Bits));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.coeffs + 8 * g), map(Unpack8<Bits>(w)));
+    }
+    SecureZero(tail, sizeof(tail));
+  }
+}
+
+template <int Eta>
+uint32_t UnpackEtaT(Poly& s, const uint8_t* in) {
+  constexpr int kBits = Eta == 2 ? 3 : 4;
+  const __m256i eta = _mm256_set1_epi32(Eta);
+  const __m256i limit = _mm256_set1_epi32(2 * Eta);
+  __m256i bad = _mm256_setzero_si256();
+  UnpackPoly<kBits>(s, in, [&](__m256i v) {
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(v, limit));
+    return _mm256_sub_epi32(eta, v);
+  });
+  const uint32_t bits = static_cast<uint32_t>(_mm256_movemask_epi8(bad));
+  return 0u - ((bits | (0u - bits)) >> 31);
+}
+
+}  // namespace
+
+void PackT1(uint8_t* out, const Poly& t1) {
+  PackPoly<10>(out, t1, [](__m256i v) { return v; });
+}
+void PackT0(uint8_t* out, const Poly& t0) {
+  const __m256i h = _mm256_set1_epi32(1 << 12);
+  PackPoly<13>(out, t0, [h](__m256i v) { return _mm256_sub_epi32(h, v); });
+}
+void UnpackT0(Poly& t0, const uint8_t* in) {
+  const __m256i h = _mm256_set1_epi32(1 << 12);
+  UnpackPoly<13>(t0, in, [h](__m256i v) { return _mm256_sub_epi32(h, v); });
+}
+void PackEta2(uint8_t* out, const Poly& s) {
+  const __m256i eta = _mm256_set1_epi32(2);
+  PackPoly<3>(out, s, [eta](__m256i v) { return _mm256_sub_epi32(eta, v); });
+}
+void PackEta4(uint8_t* out, const Poly& s) {
+  const __m256i eta = _mm256_set1_epi32(4);
+  PackPoly<4>(out, s, [eta](__m256i v) { return _mm256_sub_epi32(eta, v); });
+}
+uint32_t UnpackEta2(Poly& s, const uint8_t* in) {
+  return UnpackEtaT<2>(s, in);
+}
+uint32_t UnpackEta4(Poly& s, const uint8_t* in) {
+  return UnpackEtaT<4>(s, in);
+}
+void PackW1Small(uint8_t* out, const Poly& w1) {  // 6 bits
+  PackPoly<6>(out, w1, [](__m256i v) { return v; });
+}
+void PackW1Large(uint8_t* out, const Poly& w1) {  // 4 bits
+  PackPoly<4>(out, w1, [](__m256i v) { return v; });
+}
+
+}  // namespace pqcd::kernels::mldsa::avx2
