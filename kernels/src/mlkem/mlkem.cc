@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "keccak/keccak_multi.h"
+#include "mlkem/lanes.h"
 #include "mlkem/poly.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
@@ -24,9 +25,9 @@ namespace {
 
 using mlkem::kPolyBytes;
 using mlkem::kSymBytes;
+using mlkem::LaneScheduler;
 using mlkem::Poly;
 using mlkem::PolyMulCache;
-using mlkem::XofSeed;
 
 // Byte layout of keys and ciphertexts (FIPS 203 Alg. 13, 14, 16).
 template <int K>
@@ -65,13 +66,10 @@ void HashG(Bytes a, Bytes b, uint8_t out[64]) {
 void HashH(Bytes in, uint8_t out[32]) {
   Sha3_256Digest(in, std::span<uint8_t, 32>(out, 32));
 }
-// J(z || c) = SHAKE256(z || c, 32) (§4.1).
-void HashJ(const uint8_t z[32], Bytes c, uint8_t out[32]) {
-  Shake256 j;
-  j.Absorb(Bytes(z, 32));
-  j.Absorb(c);
-  j.Squeeze(MutBytes(out, 32));
-}
+// Rates in bytes of H = SHA3-256, G = SHA3-512 and J = SHAKE256 (FIPS 202).
+constexpr size_t kRateH = 136;
+constexpr size_t kRateG = 72;
+constexpr size_t kRateJ = Shake256::kRateBytes;
 
 // ---- Hashes of several independent requests side by side (batch entry points) ----------------
 
@@ -120,72 +118,90 @@ void HashJMany(const uint8_t* const* z, const uint8_t* const* c, size_t c_len, u
   MultiHash(136, 0x1f, z, 32, c, c_len, out, 32, n);
 }
 
-// Â (transposed = false: Alg. 13 steps 3-7, entry [i][j] = SampleNTT(ρ || j || i)) or Â^T
-// (transposed = true: Alg. 14 steps 4-8, entry [i][j] = Â[j][i]). All K² seeds go to one call of
-// SampleNttMany so that a multi-lane SHAKE128 backend can process them side by side.
+// Adds the K² SampleNTT tasks of Â (transposed = false: Alg. 13 steps 3-7, entry [i][j] =
+// SampleNTT(ρ || j || i)) or Â^T (transposed = true: Alg. 14 steps 4-8, entry [i][j] = Â[j][i]),
+// row by row; ids[i][j] is the task of entry [i][j].
 template <int K>
-void GenerateMatrix(Poly (&a)[K][K], const uint8_t rho[kSymBytes], bool transposed) {
-  std::array<XofSeed, K * K> seeds;
+void AddMatrixTasks(LaneScheduler& ls, Poly (&a)[K][K], const uint8_t rho[kSymBytes],
+                    bool transposed, int (&ids)[K][K]) {
   for (int i = 0; i < K; ++i) {
     for (int j = 0; j < K; ++j) {
-      XofSeed& s = seeds[i * K + j];
-      std::memcpy(s.data(), rho, kSymBytes);
-      s[32] = static_cast<uint8_t>(transposed ? i : j);
-      s[33] = static_cast<uint8_t>(transposed ? j : i);
+      ids[i][j] = ls.AddSampleNtt(rho, static_cast<uint8_t>(transposed ? i : j),
+                                  static_cast<uint8_t>(transposed ? j : i), &a[i][j]);
     }
   }
-  mlkem::SampleNttMany(seeds.data(), &a[0][0], K * K);
 }
 
-// FIPS 203 Alg. 13, K-PKE.KeyGen(d): writes ek_PKE to ek and dk_PKE to dk_pke.
-// Steps 2-20 of Alg. 13 from (ρ, σ) = G(d || k).
+// FIPS 203 Alg. 13, K-PKE.KeyGen(d), steps 2-20 from (ρ, σ) = G(d || k): writes ek_PKE to ek,
+// dk_PKE to dk_pke, and also H(ek) to h_ek (Alg. 16 step 3), whose sponge absorbs ek while the
+// rows of t̂ are still being computed: all the Keccak work of KeyGen after G shares one
+// LaneScheduler (noise first, then Â row by row, H as soon as row 0 of t̂ is encoded).
 template <int K>
-void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke);
-
-template <int K>
-void PkeKeyGen(const uint8_t d[kSymBytes], uint8_t* ek, uint8_t* dk_pke) {
-  // (ρ, σ) = G(d || k) (step 1).
-  const uint8_t k_byte = static_cast<uint8_t>(K);
-  uint8_t rho_sigma[64];
-  ZeroOnExit wipe_rho_sigma(rho_sigma);
-  HashG(Bytes(d, kSymBytes), Bytes(&k_byte, 1), rho_sigma);
-  PkeKeyGenFromRhoSigma<K>(rho_sigma, ek, dk_pke);
-}
-
-template <int K>
-void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke) {
+void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke,
+                           uint8_t h_ek[32]) {
   using P = MlKemParams<K>;
+  using L = Layout<K>;
   const uint8_t* rho = rho_sigma;
   const uint8_t* sigma = rho_sigma + 32;
 
   Poly a[K][K];
-  GenerateMatrix<K>(a, rho, /*transposed=*/false);
-
-  // s and e from CBD_eta1 with nonces 0..k-1 and k..2k-1 (steps 8-15), sampled in one call so
-  // that the 2k PRF streams share the multi-lane SHAKE256; then NTT (16-17).
+  // s and e from CBD_eta1 with nonces 0..k-1 and k..2k-1 (steps 8-15); NTT (16-17).
   Poly se[2 * K];
   Poly* s = se;
   Poly* e = se + K;
   PolyMulCache s_cache[K];
   ZeroOnExit wipe_se(se);
   ZeroOnExit wipe_s_cache(s_cache);
-  mlkem::SampleCbdMany(P::eta1, sigma, 0, se, 2 * K);
-  for (int i = 0; i < K; ++i) {
-    mlkem::PolyNtt(s[i]);
-    mlkem::PolyNtt(e[i]);
-    mlkem::PolyMulCacheCompute(s_cache[i], s[i]);
-  }
+  std::memcpy(ek + K * kPolyBytes, rho, kSymBytes);  // ek = ByteEncode12(t̂) || ρ (step 19)
 
-  // t̂ = Â ∘ ŝ + ê (step 18); ek = ByteEncode12(t̂) || ρ (step 19).
-  for (int i = 0; i < K; ++i) {
-    Poly t;
-    mlkem::PolyBasemulAcc(t, a[i], s, s_cache, K);  // R^-1 · (Â ∘ ŝ)[i]
-    mlkem::PolyToMont(t);                           // back to the normal domain
-    mlkem::PolyAdd(t, e[i]);
-    mlkem::PolyReduceCanonical(t);
-    mlkem::PolyEncode12(ek + i * kPolyBytes, t);
+  LaneScheduler ls;
+  const int h_task = ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h_ek, 32,
+                                /*ready=*/false);
+  ls.SetAvailable(h_task, 0);
+  int noise[2 * K];
+  for (int t = 0; t < 2 * K; ++t) {
+    noise[t] = ls.AddCbd(P::eta1, sigma, static_cast<uint8_t>(t), &se[t]);
   }
-  std::memcpy(ek + K * kPolyBytes, rho, kSymBytes);
+  int mat[K][K];
+  AddMatrixTasks<K>(ls, a, rho, /*transposed=*/false, mat);
+
+  bool s_ready = false;
+  bool e_ready[K] = {};
+  int rows = 0;
+  ls.Run([&] {
+    if (!s_ready) {
+      bool all = true;
+      for (int i = 0; i < K; ++i) all = all && ls.Finished(noise[i]);
+      if (all) {
+        for (int i = 0; i < K; ++i) {
+          mlkem::PolyNtt(s[i]);
+          mlkem::PolyMulCacheCompute(s_cache[i], s[i]);
+        }
+        s_ready = true;
+      }
+    }
+    for (int i = 0; i < K; ++i) {
+      if (!e_ready[i] && ls.Finished(noise[K + i])) {
+        mlkem::PolyNtt(e[i]);
+        e_ready[i] = true;
+      }
+    }
+    // t̂ = Â ∘ ŝ + ê (step 18), row by row as soon as its inputs are there; ByteEncode12 (19).
+    while (rows < K && s_ready && e_ready[rows]) {
+      for (int j = 0; j < K; ++j) {
+        if (!ls.Finished(mat[rows][j])) return;
+      }
+      Poly t;
+      mlkem::PolyBasemulAcc(t, a[rows], s, s_cache, K);  // R^-1 · (Â ∘ ŝ)[i]
+      mlkem::PolyToMont(t);                              // back to the normal domain
+      mlkem::PolyAdd(t, e[rows]);
+      mlkem::PolyReduceCanonical(t);
+      mlkem::PolyEncode12(ek + rows * kPolyBytes, t);
+      ++rows;
+      ls.SetAvailable(h_task, rows == K ? L::kEkBytes : rows * kPolyBytes);
+      ls.SetReady(h_task);
+    }
+  });
 
   // dk_PKE = ByteEncode12(ŝ) (step 20).
   for (int i = 0; i < K; ++i) {
@@ -194,33 +210,56 @@ void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk
   }
 }
 
-// FIPS 203 Alg. 14, K-PKE.Encrypt(ek_PKE, m, r) with t̂ already decoded (canonical) and ρ given.
 template <int K>
-void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint8_t m[kSymBytes],
-                const uint8_t coins[kSymBytes], uint8_t* ct) {
+void PkeKeyGen(const uint8_t d[kSymBytes], uint8_t* ek, uint8_t* dk_pke, uint8_t h_ek[32]) {
+  // (ρ, σ) = G(d || k) (step 1).
+  const uint8_t k_byte = static_cast<uint8_t>(K);
+  uint8_t rho_sigma[64];
+  ZeroOnExit wipe_rho_sigma(rho_sigma);
+  HashG(Bytes(d, kSymBytes), Bytes(&k_byte, 1), rho_sigma);
+  PkeKeyGenFromRhoSigma<K>(rho_sigma, ek, dk_pke, h_ek);
+}
+
+// The sampled inputs of K-PKE.Encrypt (Alg. 14): Â^T (steps 4-8, public) and y, e1, e2 (steps
+// 9-17, secret, nonces 0..2k).
+template <int K>
+struct EncryptSamples {
+  Poly at[K][K];
+  Poly noise[2 * K + 1];  // y[0..k), e1[0..k), e2
+  ~EncryptSamples() { SecureZero(noise, sizeof(noise)); }
+};
+
+// Adds the tasks of EncryptSamples: the K² matrix streams (3 permutations each), then the 2k + 1
+// PRF calls on `coins` (1 or 2 permutations; read when they start; ready now or after SetReady by
+// the caller, ids in prf_ids). Longer tasks first packs the lanes best.
+template <int K>
+void AddEncryptTasks(LaneScheduler& ls, EncryptSamples<K>& es, const uint8_t rho[kSymBytes],
+                     const uint8_t* coins, bool coins_ready, int (&prf_ids)[2 * K + 1]) {
+  using P = MlKemParams<K>;
+  int mat[K][K];
+  AddMatrixTasks<K>(ls, es.at, rho, /*transposed=*/true, mat);
+  for (int t = 0; t < 2 * K + 1; ++t) {
+    prf_ids[t] = ls.AddCbd(t < K ? P::eta1 : P::eta2, coins, static_cast<uint8_t>(t), &es.noise[t],
+                           coins_ready);
+  }
+}
+
+// FIPS 203 Alg. 14, steps 18-23, on the sampled Â^T, y, e1, e2 (es.noise is consumed).
+template <int K>
+void PkeEncryptArith(const Poly (&t_hat)[K], EncryptSamples<K>& es, const uint8_t m[kSymBytes],
+                     uint8_t* ct) {
   using P = MlKemParams<K>;
   using L = Layout<K>;
-  Poly at[K][K];
-  GenerateMatrix<K>(at, rho, /*transposed=*/true);
-
-  // y, e1 and e2 with nonces 0..k-1, k..2k-1 and 2k (steps 9-17), as few multi-lane PRF calls
-  // as the two etas allow; ŷ = NTT(y) (step 18).
-  Poly noise[2 * K + 1], mu, u, v;
-  Poly* y = noise;
-  Poly* e1 = noise + K;
-  Poly& e2 = noise[2 * K];
+  Poly* y = es.noise;
+  Poly* e1 = es.noise + K;
+  Poly& e2 = es.noise[2 * K];
+  Poly mu, u, v;
   PolyMulCache y_cache[K];
-  ZeroOnExit wipe_noise(noise);
   ZeroOnExit wipe_mu(mu);
   ZeroOnExit wipe_u(u);
   ZeroOnExit wipe_v(v);
   ZeroOnExit wipe_cache(y_cache);
-  if constexpr (P::eta1 == P::eta2) {
-    mlkem::SampleCbdMany(P::eta1, coins, 0, noise, 2 * K + 1);
-  } else {
-    mlkem::SampleCbdMany(P::eta1, coins, 0, y, K);
-    mlkem::SampleCbdMany(P::eta2, coins, K, e1, K + 1);
-  }
+  // ŷ = NTT(y) (step 18).
   for (int i = 0; i < K; ++i) {
     mlkem::PolyNtt(y[i]);
     mlkem::PolyMulCacheCompute(y_cache[i], y[i]);
@@ -228,7 +267,7 @@ void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint
 
   // u = NTT^-1(Â^T ∘ ŷ) + e1 (step 19); c1 = ByteEncode_du(Compress_du(u)) (step 22).
   for (int i = 0; i < K; ++i) {
-    mlkem::PolyBasemulAcc(u, at[i], y, y_cache, K);
+    mlkem::PolyBasemulAcc(u, es.at[i], y, y_cache, K);
     mlkem::PolyInvNttTimesR(u);
     mlkem::PolyAdd(u, e1[i]);
     mlkem::PolyReduceCanonical(u);
@@ -244,6 +283,20 @@ void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint
   mlkem::PolyAdd(v, mu);
   mlkem::PolyReduceCanonical(v);
   mlkem::PolyCompressEncode<P::dv>(ct + L::kC1Bytes, v);
+}
+
+// FIPS 203 Alg. 14, K-PKE.Encrypt(ek_PKE, m, r) with t̂ already decoded (canonical) and ρ given.
+template <int K>
+void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint8_t m[kSymBytes],
+                const uint8_t coins[kSymBytes], uint8_t* ct) {
+  EncryptSamples<K> es;
+  {
+    LaneScheduler ls;
+    int prf_ids[2 * K + 1];
+    AddEncryptTasks<K>(ls, es, rho, coins, /*coins_ready=*/true, prf_ids);
+    ls.Run();
+  }
+  PkeEncryptArith<K>(t_hat, es, m, ct);
 }
 
 // FIPS 203 Alg. 15, K-PKE.Decrypt(dk_PKE, c).
@@ -278,58 +331,62 @@ void PkeDecrypt(const uint8_t* dk_pke, const uint8_t* ct, uint8_t m[kSymBytes]) 
 template <int K>
 void ExpandDecapsKey(const uint8_t d[kSymBytes], const uint8_t z[kSymBytes], uint8_t* dk) {
   using L = Layout<K>;
-  uint8_t* ek = dk + L::kDkEkOffset;
-  PkeKeyGen<K>(d, ek, dk);
-  HashH(Bytes(ek, L::kEkBytes), dk + L::kDkHashOffset);
+  PkeKeyGen<K>(d, dk + L::kDkEkOffset, dk, dk + L::kDkHashOffset);
   std::memcpy(dk + L::kDkZOffset, z, kSymBytes);
 }
 
 // FIPS 203 Alg. 17, ML-KEM.Encaps_internal(ek, m), with t̂ decoded and checked by the caller.
+// H(ek) (9 permutations for k = 3) runs in one lane while the others sample Â^T; then G, then the
+// 2k + 1 PRF calls.
 template <int K>
 void EncapsInternal(const Poly (&t_hat)[K], const uint8_t* ek, const uint8_t m[kSymBytes],
                     uint8_t* ct, uint8_t ss[32]) {
   using L = Layout<K>;
-  // (K, r) = G(m || H(ek)) (step 1).
   uint8_t h[32];
-  HashH(Bytes(ek, L::kEkBytes), h);
-  uint8_t key_coins[64];
+  uint8_t key_coins[64];  // (K, r)
   ZeroOnExit wipe_key_coins(key_coins);
-  HashG(Bytes(m, kSymBytes), Bytes(h, 32), key_coins);
+  EncryptSamples<K> es;
+  {
+    LaneScheduler ls;
+    // (K, r) = G(m || H(ek)) (step 1).
+    const int h_task = ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h, 32);
+    const int g_task = ls.AddHash(kRateG, 0x06, m, kSymBytes, h, 32, key_coins, 64, false);
+    int prf_ids[2 * K + 1];
+    AddEncryptTasks<K>(ls, es, ek + K * kPolyBytes, key_coins + 32, /*coins_ready=*/false, prf_ids);
+    bool g_ready = false, coins_ready = false;
+    ls.Run([&] {
+      if (!g_ready && ls.Finished(h_task)) {
+        ls.SetReady(g_task);
+        g_ready = true;
+      }
+      if (!coins_ready && ls.Finished(g_task)) {
+        for (int id : prf_ids) ls.SetReady(id);
+        coins_ready = true;
+      }
+    });
+  }
   // c = K-PKE.Encrypt(ek, m, r) (step 2).
-  PkeEncrypt<K>(t_hat, ek + K * kPolyBytes, m, key_coins + 32, ct);
+  PkeEncryptArith<K>(t_hat, es, m, ct);
   std::memcpy(ss, key_coins, 32);
 }
 
+// Steps 9-11 of Alg. 18: ss = K' if c == c' else K̄, without a branch: the whole ciphertext is
+// compared and the difference turned into a 0x00/0xff mask.
 template <int K>
-void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime[32],
-                     uint8_t key_coins[64], const uint8_t k_bar[32], uint8_t* ct_prime,
-                     uint8_t ss[32]);
-
-// FIPS 203 Alg. 18, ML-KEM.Decaps_internal(dk, c) on an expanded dk.
-template <int K>
-void DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32]) {
+void SelectSharedSecret(const uint8_t* ct, const uint8_t* ct_prime, const uint8_t k_prime[32],
+                        const uint8_t k_bar[32], uint8_t ss[32]) {
   using L = Layout<K>;
-  const uint8_t* h = dk + L::kDkHashOffset;
-  const uint8_t* z = dk + L::kDkZOffset;
-
-  // m' = K-PKE.Decrypt(dk_PKE, c) (step 5).
-  uint8_t m_prime[32];
-  uint8_t key_coins[64];  // (K', r')
-  uint8_t k_bar[32];
-  uint8_t ct_prime[L::kCtBytes];
-  ZeroOnExit wipe_m(m_prime);
-  ZeroOnExit wipe_kc(key_coins);
-  ZeroOnExit wipe_kbar(k_bar);
-  ZeroOnExit wipe_ct(ct_prime);
-  PkeDecrypt<K>(dk, ct, m_prime);
-  // (K', r') = G(m' || h) (step 6); K̄ = J(z || c) (step 7).
-  HashG(Bytes(m_prime, 32), Bytes(h, 32), key_coins);
-  HashJ(z, Bytes(ct, L::kCtBytes), k_bar);
-  DecapsReencrypt<K>(dk, ct, m_prime, key_coins, k_bar, ct_prime, ss);
+  uint8_t key[32];
+  std::memcpy(key, k_prime, 32);
+  const uint8_t diff = CtCompare(ct, ct_prime, L::kCtBytes);
+  const uint8_t reject = static_cast<uint8_t>(CtMaskNonZero(diff));
+  CtSelect(key, k_bar, 32, reject);
+  std::memcpy(ss, key, 32);
+  SecureZero(key, sizeof(key));
 }
 
 // Steps 8-11 of Alg. 18: c' = K-PKE.Encrypt(ek_PKE, m', r'), then ss = K' if c == c' else K̄.
-// key_coins = (K', r') is overwritten. ct_prime is scratch space of kCtBytes.
+// key_coins = (K', r'). ct_prime is scratch space of kCtBytes.
 template <int K>
 void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime[32],
                      uint8_t key_coins[64], const uint8_t k_bar[32], uint8_t* ct_prime,
@@ -341,12 +398,63 @@ void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime
   Poly t_hat[K];
   for (int i = 0; i < K; ++i) mlkem::PolyDecode12(t_hat[i], ek + i * kPolyBytes);
   PkeEncrypt<K>(t_hat, ek + K * kPolyBytes, m_prime, key_coins + 32, ct_prime);
-  // if c != c' then K' = K̄ (steps 9-11), without a branch: the whole ciphertext is compared and
-  // the difference turned into a 0x00/0xff mask.
-  const uint8_t diff = CtCompare(ct, ct_prime, L::kCtBytes);
-  const uint8_t reject = static_cast<uint8_t>(CtMaskNonZero(diff));
-  CtSelect(key_coins, k_bar, 32, reject);
-  std::memcpy(ss, key_coins, 32);
+  SelectSharedSecret<K>(ct, ct_prime, key_coins, k_bar, ss);
+}
+
+// FIPS 203 Alg. 18, ML-KEM.Decaps_internal(dk, c) on an expanded dk, with the §7.3 hash check
+// when check_hash (returns false, ss untouched, if H(ek) != h). After K-PKE.Decrypt, all the
+// Keccak work shares one LaneScheduler: G(m' || h), the hash check H(ek) and J(z || c) (9
+// permutations each for k = 3) side by side with Â^T, then the PRF calls of the re-encryption.
+template <int K>
+bool DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32], bool check_hash) {
+  using L = Layout<K>;
+  const uint8_t* ek = dk + L::kDkEkOffset;
+  const uint8_t* h = dk + L::kDkHashOffset;
+  const uint8_t* z = dk + L::kDkZOffset;
+
+  // m' = K-PKE.Decrypt(dk_PKE, c) (step 5).
+  uint8_t m_prime[32];
+  uint8_t key_coins[64];  // (K', r')
+  uint8_t k_bar[32];
+  uint8_t h_check[32];
+  ZeroOnExit wipe_m(m_prime);
+  ZeroOnExit wipe_kc(key_coins);
+  ZeroOnExit wipe_kbar(k_bar);
+  PkeDecrypt<K>(dk, ct, m_prime);
+  EncryptSamples<K> es;
+  {
+    LaneScheduler ls;
+    // (K', r') = G(m' || h) (step 6); the §7.3 hash check; K̄ = J(z || c) (step 7).
+    const int g_task = ls.AddHash(kRateG, 0x06, m_prime, kSymBytes, h, 32, key_coins, 64);
+    if (check_hash) {
+      ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h_check, 32);
+    }
+    ls.AddHash(kRateJ, 0x1f, z, kSymBytes, ct, L::kCtBytes, k_bar, 32);
+    int prf_ids[2 * K + 1];
+    AddEncryptTasks<K>(ls, es, ek + K * kPolyBytes, key_coins + 32, /*coins_ready=*/false, prf_ids);
+    bool coins_ready = false;
+    ls.Run([&] {
+      if (!coins_ready && ls.Finished(g_task)) {
+        for (int id : prf_ids) ls.SetReady(id);
+        coins_ready = true;
+      }
+    });
+  }
+  if (check_hash) {
+    // The verdict is revealed by the returned status anyway: declassify it (not the key bytes).
+    uint8_t diff = CtCompare(h_check, h, 32);
+    CtPublic(&diff, 1);
+    if (diff != 0) return false;
+  }
+  // c' = K-PKE.Encrypt(ek_PKE, m', r') (step 8), t̂ = ByteDecode12 of ek (reduced mod q, no
+  // modulus check: dk is covered by the hash check).
+  Poly t_hat[K];
+  for (int i = 0; i < K; ++i) mlkem::PolyDecode12(t_hat[i], ek + i * kPolyBytes);
+  uint8_t ct_prime[L::kCtBytes];
+  ZeroOnExit wipe_ct(ct_prime);
+  PkeEncryptArith<K>(t_hat, es, m_prime, ct_prime);
+  SelectSharedSecret<K>(ct, ct_prime, key_coins, k_bar, ss);
+  return true;
 }
 
 // MlKem<K>::kName as the string_view type absl::StrCat takes (absl may not alias std's).
@@ -379,6 +487,12 @@ absl::Status DecodeEncapsKey(const uint8_t* ek, Poly (&t_hat)[K]) {
     }
   }
   return absl::OkStatus();
+}
+
+template <int K>
+absl::Status HashCheckError() {
+  return absl::InvalidArgumentError(absl::StrCat(
+      Name<K>(), " decapsulation key: H(ek) does not match (FIPS 203 §7.3 hash check)"));
 }
 
 template <int K>
@@ -456,10 +570,7 @@ absl::Status MlKem<K>::CheckDecapsKey(Bytes dk) {
   // The verdict is revealed by the returned status anyway: declassify it (not the key bytes).
   uint8_t diff = CtCompare(h, dk.data() + L::kDkHashOffset, 32);
   CtPublic(&diff, 1);
-  if (diff != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Name<K>(), " decapsulation key: H(ek) does not match (FIPS 203 §7.3 hash check)"));
-  }
+  if (diff != 0) return HashCheckError<K>();
   return absl::OkStatus();
 }
 
@@ -518,11 +629,14 @@ absl::Status MlKem<K>::Decaps(Bytes dk, Bytes ct, MutBytes ss) {
     uint8_t expanded[kDecapsKeyBytes];
     ZeroOnExit wipe_expanded(expanded);
     ExpandDecapsKey<K>(dk.data(), dk.data() + 32, expanded);
-    DecapsInternal<K>(expanded, ct.data(), ss.data());
+    DecapsInternal<K>(expanded, ct.data(), ss.data(), /*check_hash=*/false);
     return absl::OkStatus();
   }
-  if (absl::Status st = CheckDecapsKey(dk); !st.ok()) return st;
-  DecapsInternal<K>(dk.data(), ct.data(), ss.data());
+  if (dk.size() != kDecapsKeyBytes) return DecapsKeyLengthError<K>(dk.size());
+  // The §7.3 hash check runs inside, side by side with the other hashes.
+  if (!DecapsInternal<K>(dk.data(), ct.data(), ss.data(), /*check_hash=*/true)) {
+    return HashCheckError<K>();
+  }
   return absl::OkStatus();
 }
 
@@ -586,16 +700,11 @@ void MlKem<K>::KeyGenBatch(std::span<KemKeyGenItem> items, RandomSource& rng) {
       g_out[i] = rho_sigma[i];
     }
     HashGMany(g_in, kSymBytes, g_tail, 1, g_out, n);
-    // K-PKE.KeyGen steps 2-20 per item, into dk = dk_PKE || ek || H(ek) || z.
-    const uint8_t* h_in[kBatchChunk];
-    uint8_t* h_out[kBatchChunk];
+    // K-PKE.KeyGen steps 2-20 and H(ek) per item, into dk = dk_PKE || ek || H(ek) || z.
     for (size_t i = 0; i < n; ++i) {
       uint8_t* dk = live[i]->dk.data();
-      PkeKeyGenFromRhoSigma<K>(rho_sigma[i], dk + L::kDkEkOffset, dk);
-      h_in[i] = dk + L::kDkEkOffset;
-      h_out[i] = dk + L::kDkHashOffset;
+      PkeKeyGenFromRhoSigma<K>(rho_sigma[i], dk + L::kDkEkOffset, dk, dk + L::kDkHashOffset);
     }
-    HashHMany(h_in, L::kEkBytes, h_out, n);
     for (size_t i = 0; i < n; ++i) {
       KemKeyGenItem& item = *live[i];
       std::memcpy(item.dk.data() + L::kDkZOffset, seeds[i] + 32, kSymBytes);
@@ -739,8 +848,7 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
         uint8_t diff = CtCompare(check[i], cand_dk[i] + L::kDkHashOffset, 32);
         CtPublic(&diff, 1);  // revealed by the status anyway
         if (diff != 0) {
-          cand[i]->status = absl::InvalidArgumentError(absl::StrCat(
-              Name<K>(), " decapsulation key: H(ek) does not match (FIPS 203 §7.3 hash check)"));
+          cand[i]->status = HashCheckError<K>();
           continue;
         }
       }
