@@ -41,7 +41,7 @@ void CheckPermutation(size_t n, const uint64_t* seed_state) {
 }
 
 TEST(KeccakMulti, PermutationEqualsPortableOnEdgeAndRandomStates) {
-  for (size_t n : {4u, 8u}) {
+  for (size_t n : {4u, 5u, 8u}) {
     std::vector<uint64_t> st(25 * n, 0);
     CheckPermutation(n, st.data());  // all zeros
     std::fill(st.begin(), st.end(), ~uint64_t{0});
@@ -264,6 +264,8 @@ TEST(KeccakMulti, NullLanes) {
 TEST(KeccakMulti, SpongeEqualsSingle) {
   CheckSponge<4>(168, 0x1f);
   CheckSponge<4>(136, 0x1f);
+  CheckSponge<5>(168, 0x1f);
+  CheckSponge<5>(136, 0x1f);
   CheckSponge<8>(168, 0x1f);
   CheckSponge<8>(136, 0x06);
   CheckSponge<8>(72, 0x06);

@@ -23,9 +23,31 @@ void KeccakF1600xNPortable(uint64_t* st, size_t n) {
   SecureZero(one, sizeof(one));
 }
 
+namespace {
+
+// Five interleaved states on a SIMD backend: the first four in vector registers, the fifth
+// (column 4) copied to a contiguous state for the scalar permutation, which AVX2 runs fused with
+// the vector one (about 1.3x the cost of four states instead of 1.7x).
+void KeccakF1600x5(uint64_t* st, Isa isa) {
+  uint64_t one[kKeccakLanes];
+  for (size_t i = 0; i < kKeccakLanes; ++i) one[i] = st[i * 5 + 4];
+  if (isa == Isa::kAvx2) {
+    KeccakF1600x4x1Avx2(st, 5, one);
+  } else {
+    KeccakF1600x4Avx512(st, 5);
+    KeccakF1600(one);
+  }
+  for (size_t i = 0; i < kKeccakLanes; ++i) st[i * 5 + 4] = one[i];
+  SecureZero(one, sizeof(one));
+}
+
+}  // namespace
+
 void KeccakF1600xN(uint64_t* st, size_t n) {
   const Isa isa = ActiveIsa();
-  if (n == 8 && isa == Isa::kAvx512) {
+  if (n == 5 && isa != Isa::kPortable) {
+    KeccakF1600x5(st, isa);
+  } else if (n == 8 && isa == Isa::kAvx512) {
     KeccakF1600x8Avx512(st);
   } else if (n == 4 && isa == Isa::kAvx512) {
     KeccakF1600x4Avx512(st, 4);
@@ -251,6 +273,7 @@ void KeccakMulti<N>::Squeeze(uint8_t* const out[N], size_t len) {
 }
 
 template class KeccakMulti<4>;
+template class KeccakMulti<5>;
 template class KeccakMulti<8>;
 
 }  // namespace pqcd::kernels

@@ -3,8 +3,9 @@
 // State layout ("lane-interleaved"): lane i (0..24) of state j (0..N-1) is st[i * N + j], so one
 // 64-bit lane of all N states is contiguous and loads into one SIMD register (N = 4: YMM, N = 8:
 // ZMM). The permutation is dispatched on the active ISA: AVX-512 runs 8 states in ZMM registers,
-// AVX2 runs 4 at a time in YMM registers, the portable path permutes each state in turn. Results
-// are identical.
+// AVX2 runs 4 at a time in YMM registers, N = 5 runs the fifth state on the integer units beside
+// the four vector lanes (for 5, 9, 13 ... streams, where a fifth lane is cheap and a second x4 call
+// would be mostly empty), the portable path permutes each state in turn. Results are identical.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,9 @@
 
 namespace pqcd::kernels {
 
-// Permutes N interleaved states (N = 4 or 8; other N take the portable path).
+// Permutes n interleaved states: n = 4 and 8 in vector registers, n = 5 as four in vector registers
+// plus one in general-purpose registers (fused on AVX2), multiples of 4 on AVX2 four at a time;
+// any other n, and everything on the portable backend, one state at a time.
 void KeccakF1600xN(uint64_t* st, size_t n);
 
 // Backend entry points (only call those the CPU supports; KeccakF1600xN does the dispatch).
@@ -109,6 +112,7 @@ class KeccakMulti {
 };
 
 extern template class KeccakMulti<4>;
+extern template class KeccakMulti<5>;
 extern template class KeccakMulti<8>;
 
 }  // namespace pqcd::kernels
