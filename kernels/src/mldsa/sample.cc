@@ -1,7 +1,9 @@
-// ML-DSA samplers (FIPS 204 §7.3) on 4-lane Keccak (KeccakMulti<4>).
+// ML-DSA samplers (FIPS 204 §7.3) on multi-lane Keccak (KeccakMulti<4>, KeccakMulti<5>).
 #include "mldsa/sample.h"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "keccak/keccak_multi.h"
 #include "mldsa/avx2/mldsa_avx2.h"
@@ -67,26 +69,74 @@ int RejectEtaPortable(int32_t* a, int count, const uint8_t* buf, size_t len) {
   return count;
 }
 
-// Lanes of 4 sponges at a time (KeccakMulti dispatches to AVX-512 / AVX2 / portable by itself);
-// unused lanes of the last group get null pointers. Output is identical to one stream per lane.
-constexpr size_t kLanes = 4;
+// Streams run in groups of W sponges (KeccakMulti<W> dispatches to AVX-512 / AVX2 / portable by
+// itself); unused lanes of the last group get null pointers. Output is identical to one stream per
+// lane. W = 4 fills the vector lanes; W = 5 adds a fifth state that AVX2 permutes on the integer
+// units beside them (~1.33x the cost of a 4-lane call), which beats a mostly empty extra group.
+constexpr size_t kMaxLanes = 5;
 
-// Sets up the 4 sponges of group g: seed || IntegerToBytes(nonce_i, 2) for the lanes in use.
-template <size_t SeedBytes>
-inline size_t AbsorbGroup(KeccakMulti<kLanes>& xof, const uint8_t* seed, const uint16_t* nonces,
-                          size_t n, size_t g, uint8_t (&nonce_bytes)[kLanes][2]) {
-  const size_t used = n - g < kLanes ? n - g : kLanes;
-  const uint8_t* in[kLanes] = {};
-  const uint8_t* tail[kLanes] = {};
+// How many of n streams go to 5-wide groups (the rest in 4-wide ones): n = 4k + 1 -> one (instead
+// of a group of 1), n = 4k + 2 -> two (instead of a group of 2), else none.
+inline size_t FiveWideStreams(size_t n) {
+  if (n % 4 == 1 && n >= 5) return 5;
+  if (n % 4 == 2 && n >= 10) return 10;
+  return 0;
+}
+
+// Runs group(first, count, width tag) over n streams in the groups chosen above.
+template <class Group>
+inline void ForEachGroup(size_t n, Group&& group) {
+  const size_t five = FiveWideStreams(n);
+  for (size_t g = 0; g < five; g += 5) group(g, size_t{5}, std::integral_constant<size_t, 5>{});
+  for (size_t g = five; g < n; g += 4) {
+    group(g, std::min<size_t>(4, n - g), std::integral_constant<size_t, 4>{});
+  }
+}
+
+// Sets up the sponges of one group: seed || IntegerToBytes(nonce_i, 2) for the `used` lanes.
+template <size_t SeedBytes, size_t W>
+inline void AbsorbGroup(KeccakMulti<W>& xof, const uint8_t* seed, const uint16_t* nonces,
+                        size_t used, uint8_t (&nonce_bytes)[kMaxLanes][2]) {
+  const uint8_t* in[W] = {};
+  const uint8_t* tail[W] = {};
   for (size_t j = 0; j < used; ++j) {
-    nonce_bytes[j][0] = static_cast<uint8_t>(nonces[g + j]);
-    nonce_bytes[j][1] = static_cast<uint8_t>(nonces[g + j] >> 8);
+    nonce_bytes[j][0] = static_cast<uint8_t>(nonces[j]);
+    nonce_bytes[j][1] = static_cast<uint8_t>(nonces[j] >> 8);
     in[j] = seed;
     tail[j] = nonce_bytes[j];
   }
-  xof.Reset();
   xof.AbsorbOnce2(in, SeedBytes, tail, 2);
-  return used;
+}
+
+// Rejection sampling of `used` polynomials in one group: kFirstBlocks blocks per lane, then one
+// more block at a time for the lanes that still lack coefficients (which lanes need more depends
+// only on public or declassified accept patterns).
+// buf: kMaxLanes rows of first_blocks * rate bytes.
+template <size_t W, size_t SeedBytes, class Reject>
+void RejectionGroup(Poly* const* out, const uint8_t* seed, const uint16_t* nonces, size_t used,
+                    size_t rate, size_t first_blocks, uint8_t* buf, Reject&& reject) {
+  const size_t row = first_blocks * rate;
+  KeccakMulti<W> xof(rate, 0x1f);
+  uint8_t nonce_bytes[kMaxLanes][2];
+  AbsorbGroup<SeedBytes>(xof, seed, nonces, used, nonce_bytes);
+  uint8_t* outs[W] = {};
+  for (size_t j = 0; j < used; ++j) outs[j] = buf + j * row;
+  xof.SqueezeBlocks(outs, first_blocks);
+  int count[W];
+  bool more = false;
+  for (size_t j = 0; j < used; ++j) {
+    count[j] = reject(out[j]->coeffs, 0, buf + j * row, row);
+    more |= count[j] < kN;
+  }
+  while (more) {
+    for (size_t j = 0; j < W; ++j) outs[j] = j < used && count[j] < kN ? buf + j * row : nullptr;
+    xof.SqueezeBlocks(outs, 1);
+    more = false;
+    for (size_t j = 0; j < used; ++j) {
+      if (count[j] < kN) count[j] = reject(out[j]->coeffs, count[j], buf + j * row, rate);
+      more |= count[j] < kN;
+    }
+  }
 }
 
 }  // namespace
@@ -102,34 +152,15 @@ int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n) {
   constexpr size_t kRate = Shake128::kRateBytes;
   constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
-  alignas(64) uint8_t buf[kLanes][kFirstBlocks * kRate];
+  alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
   const bool avx2 = ActiveIsa() != Isa::kPortable;
   auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
     return avx2 ? avx2::RejectUniform(a, count, b, len) : RejectUniform(a, count, b, len);
   };
-  KeccakMulti<kLanes> xof(kRate, 0x1f);
-  uint8_t nonce_bytes[kLanes][2];
-  for (size_t g = 0; g < n; g += kLanes) {
-    const size_t used = AbsorbGroup<32>(xof, rho, nonces, n, g, nonce_bytes);
-    uint8_t* outs[kLanes] = {};
-    for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
-    xof.SqueezeBlocks(outs, kFirstBlocks);
-    int count[kLanes] = {kN, kN, kN, kN};
-    bool more = false;
-    for (size_t j = 0; j < used; ++j) {
-      count[j] = reject(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
-      more |= count[j] < kN;
-    }
-    while (more) {
-      for (size_t j = 0; j < kLanes; ++j) outs[j] = count[j] < kN ? buf[j] : nullptr;
-      xof.SqueezeBlocks(outs, 1);
-      more = false;
-      for (size_t j = 0; j < used; ++j) {
-        if (count[j] < kN) count[j] = reject(out[g + j]->coeffs, count[j], buf[j], kRate);
-        more |= count[j] < kN;
-      }
-    }
-  }
+  ForEachGroup(n, [&](size_t g, size_t used, auto width) {
+    RejectionGroup<decltype(width)::value, 32>(out + g, rho, nonces + g, used, kRate, kFirstBlocks,
+                                               &buf[0][0], reject);
+  });
 }
 
 template <int Eta>
@@ -137,36 +168,17 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
                     size_t n) {
   constexpr size_t kRate = Shake256::kRateBytes;
   constexpr size_t kFirstBlocks = 2;
-  alignas(64) uint8_t buf[kLanes][kFirstBlocks * kRate];
+  alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
   const bool avx2 = ActiveIsa() != Isa::kPortable;
   auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
     if (!avx2) return RejectEtaPortable<Eta>(a, count, b, len);
     return Eta == 2 ? avx2::RejectEta2(a, count, b, len) : avx2::RejectEta4(a, count, b, len);
   };
-  KeccakMulti<kLanes> xof(kRate, 0x1f);
-  uint8_t nonce_bytes[kLanes][2];
-  for (size_t g = 0; g < n; g += kLanes) {
-    const size_t used = AbsorbGroup<64>(xof, rho_prime, nonces, n, g, nonce_bytes);
-    uint8_t* outs[kLanes] = {};
-    for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
-    xof.SqueezeBlocks(outs, kFirstBlocks);
-    int count[kLanes] = {kN, kN, kN, kN};
-    bool more = false;
-    for (size_t j = 0; j < used; ++j) {
-      count[j] = reject(out[g + j]->coeffs, 0, buf[j], kFirstBlocks * kRate);
-      more |= count[j] < kN;
-    }
-    while (more) {  // the number of extra blocks depends only on declassified accept patterns
-      for (size_t j = 0; j < kLanes; ++j) outs[j] = count[j] < kN ? buf[j] : nullptr;
-      xof.SqueezeBlocks(outs, 1);
-      more = false;
-      for (size_t j = 0; j < used; ++j) {
-        if (count[j] < kN) count[j] = reject(out[g + j]->coeffs, count[j], buf[j], kRate);
-        more |= count[j] < kN;
-      }
-    }
-  }
+  ForEachGroup(n, [&](size_t g, size_t used, auto width) {
+    RejectionGroup<decltype(width)::value, 64>(out + g, rho_prime, nonces + g, used, kRate,
+                                               kFirstBlocks, &buf[0][0], reject);
+  });
 }
 
 template <int Gamma1Bits>
@@ -174,17 +186,18 @@ void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t*
   constexpr size_t kRate = Shake256::kRateBytes;
   constexpr size_t kBytes = 32 * (Gamma1Bits + 1);  // 576 or 640
   constexpr size_t kBlocks = (kBytes + kRate - 1) / kRate;
-  alignas(64) uint8_t buf[kLanes][kBlocks * kRate];
+  alignas(64) uint8_t buf[kMaxLanes][kBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
-  KeccakMulti<kLanes> xof(kRate, 0x1f);
-  uint8_t nonce_bytes[kLanes][2];
-  for (size_t g = 0; g < n; g += kLanes) {
-    const size_t used = AbsorbGroup<64>(xof, rho_pp, nonces, n, g, nonce_bytes);
-    uint8_t* outs[kLanes] = {};
+  ForEachGroup(n, [&](size_t g, size_t used, auto width) {
+    constexpr size_t W = decltype(width)::value;
+    KeccakMulti<W> xof(kRate, 0x1f);
+    uint8_t nonce_bytes[kMaxLanes][2];
+    AbsorbGroup<64>(xof, rho_pp, nonces + g, used, nonce_bytes);
+    uint8_t* outs[W] = {};
     for (size_t j = 0; j < used; ++j) outs[j] = buf[j];
     xof.SqueezeBlocks(outs, kBlocks);
     for (size_t j = 0; j < used; ++j) UnpackZ<Gamma1Bits>(*out[g + j], buf[j]);
-  }
+  });
 }
 
 void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) {
