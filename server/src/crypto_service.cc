@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "pqcd/kernels/hash.h"
 #include "pqcd/server/algorithms.h"
+#include "wipe.h"
 
 namespace pqcd::server {
 namespace {
@@ -19,9 +20,12 @@ const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (s
 template <class Req, class Resp, class Prepare>
 grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
                                                grpc::CallbackServerContext* context,
-                                               const Req* request, Resp* response,
-                                               Prepare prepare) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                               const Req* request, Resp* response, Prepare prepare,
+                                               bool secrets) {
+  // Calls that carry private keys, seeds or shared secrets get a reactor that wipes the messages
+  // when gRPC is done with them (wipe.h); Verify and Hash carry none.
+  grpc::ServerUnaryReactor* reactor =
+      secrets ? new WipingUnaryReactor(request, response) : context->DefaultReactor();
   auto scope = std::make_unique<RequestScope>(ctx_, rpc);
   scope->set_algorithm(AlgorithmLabel(request->algorithm()));
   if (ctx_->draining.load()) {
@@ -52,32 +56,32 @@ grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
 grpc::ServerUnaryReactor* CryptoService::KeyGen(grpc::CallbackServerContext* context,
                                                 const pqc::v1::KeyGenRequest* request,
                                                 pqc::v1::KeyGenResponse* response) {
-  return Unary("KeyGen", context, request, response, PrepareKeyGen);
+  return Unary("KeyGen", context, request, response, PrepareKeyGen, /*secrets=*/true);
 }
 grpc::ServerUnaryReactor* CryptoService::Encaps(grpc::CallbackServerContext* context,
                                                 const pqc::v1::EncapsRequest* request,
                                                 pqc::v1::EncapsResponse* response) {
-  return Unary("Encaps", context, request, response, PrepareEncaps);
+  return Unary("Encaps", context, request, response, PrepareEncaps, /*secrets=*/true);
 }
 grpc::ServerUnaryReactor* CryptoService::Decaps(grpc::CallbackServerContext* context,
                                                 const pqc::v1::DecapsRequest* request,
                                                 pqc::v1::DecapsResponse* response) {
-  return Unary("Decaps", context, request, response, PrepareDecaps);
+  return Unary("Decaps", context, request, response, PrepareDecaps, /*secrets=*/true);
 }
 grpc::ServerUnaryReactor* CryptoService::Sign(grpc::CallbackServerContext* context,
                                               const pqc::v1::SignRequest* request,
                                               pqc::v1::SignResponse* response) {
-  return Unary("Sign", context, request, response, PrepareSign);
+  return Unary("Sign", context, request, response, PrepareSign, /*secrets=*/true);
 }
 grpc::ServerUnaryReactor* CryptoService::Verify(grpc::CallbackServerContext* context,
                                                 const pqc::v1::VerifyRequest* request,
                                                 pqc::v1::VerifyResponse* response) {
-  return Unary("Verify", context, request, response, PrepareVerify);
+  return Unary("Verify", context, request, response, PrepareVerify, /*secrets=*/false);
 }
 grpc::ServerUnaryReactor* CryptoService::Hash(grpc::CallbackServerContext* context,
                                               const pqc::v1::HashRequest* request,
                                               pqc::v1::HashResponse* response) {
-  return Unary("Hash", context, request, response, PrepareHash);
+  return Unary("Hash", context, request, response, PrepareHash, /*secrets=*/false);
 }
 
 // ---- Batch -------------------------------------------------------------------------------------
@@ -85,7 +89,7 @@ grpc::ServerUnaryReactor* CryptoService::Hash(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* context,
                                                const pqc::v1::BatchRequest* request,
                                                pqc::v1::BatchResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new WipingUnaryReactor(request, response);
   auto scope = std::make_shared<RequestScope>(ctx_, "Batch");
   scope->set_algorithm("mixed");
   if (ctx_->draining.load()) {
@@ -315,9 +319,11 @@ class StreamReactor final
 
   void OnWriteDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
+    WipeMessage(*writes_.front());  // serialized and sent: wipe secrets before freeing it
     writes_.pop_front();
     if (!ok) {
       broken_ = true;
+      for (auto& unsent : writes_) WipeMessage(*unsent);
       writes_.clear();
     }
     if (!writes_.empty()) {
@@ -342,7 +348,8 @@ class StreamReactor final
   // Completion of one item (any thread): queue its answer, resume reading if paused.
   void ItemDone(Item* item) {
     std::unique_ptr<pqc::v1::StreamResponse> response = std::move(item->response);
-    delete item;  // op.done was moved out before this call
+    WipeMessage(item->request);  // may carry a private key
+    delete item;                 // op.done was moved out before this call
     std::unique_lock<std::mutex> lock(mu_);
     --outstanding_;
     pqc::v1::StreamResponse* to_write = nullptr;

@@ -4,6 +4,7 @@
 #include "ops.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/server/algorithms.h"
+#include "wipe.h"
 
 namespace pqcd::server {
 namespace {
@@ -14,11 +15,15 @@ using kernels::MutBytes;
 
 const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
 
-// Runs `body` (returning absl::Status) and finishes the call, recording metrics.
+// Runs `body` (returning absl::Status) and finishes the call, recording metrics. A request that
+// carries a private key is passed as secret_request: its reactor wipes it after the call.
 template <class Body>
 grpc::ServerUnaryReactor* Run(ServiceContext* ctx, grpc::CallbackServerContext* context,
-                              const char* rpc, bool on_aux, Body body) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                              const char* rpc, bool on_aux, Body body,
+                              const google::protobuf::Message* secret_request = nullptr) {
+  grpc::ServerUnaryReactor* reactor = secret_request != nullptr
+                                          ? new WipingUnaryReactor(secret_request, nullptr)
+                                          : context->DefaultReactor();
   auto scope = std::make_shared<RequestScope>(ctx, rpc);
   scope->set_algorithm("none");
   if (ctx->draining.load()) {
@@ -153,36 +158,38 @@ grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* context,
                                               const pqc::v1::ImportKeyRequest* request,
                                               pqc::v1::KeyInfo* response) {
-  return Run(ctx_, context, "Keys.Import", true,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-               std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
-               auto result = [&]() -> absl::StatusOr<KeyRecord> {
-                 auto info = LookupAlgorithm(request->algorithm());
-                 if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
-                   return absl::InvalidArgumentError(
-                       StrCat("algorithm: Import needs an ML-KEM or ML-DSA algorithm, got ",
-                              AlgorithmLabel(request->algorithm())));
-                 }
-                 scope->set_algorithm(std::string(info->name));
-                 if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
-                 const std::string& sk = request->private_key();
-                 auto pk = PublicKeyOf(
-                     *info, Bytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
-                     request->public_key());
-                 if (!pk.ok()) return pk.status();
-                 std::map<std::string, std::string> labels(request->labels().begin(),
-                                                           request->labels().end());
-                 return ctx->keys->Create(
-                     key_id, request->algorithm(), std::move(*pk),
-                     SecretBytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
-                     std::move(labels), caller.identity);
-               }();
-               ctx->Audit(caller.identity, "import", key_id, result.ok() ? result->version : 0,
-                          AlgorithmLabel(request->algorithm()), result.status());
-               if (!result.ok()) return result.status();
-               FillKeyInfo(*result, ctx->keys->Versions(key_id), response);
-               return absl::OkStatus();
-             });
+  return Run(
+      ctx_, context, "Keys.Import", true,
+      [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
+        std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
+        auto result = [&]() -> absl::StatusOr<KeyRecord> {
+          auto info = LookupAlgorithm(request->algorithm());
+          if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
+            return absl::InvalidArgumentError(
+                StrCat("algorithm: Import needs an ML-KEM or ML-DSA algorithm, got ",
+                       AlgorithmLabel(request->algorithm())));
+          }
+          scope->set_algorithm(std::string(info->name));
+          if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
+          const std::string& sk = request->private_key();
+          auto pk =
+              PublicKeyOf(*info, Bytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
+                          request->public_key());
+          if (!pk.ok()) return pk.status();
+          std::map<std::string, std::string> labels(request->labels().begin(),
+                                                    request->labels().end());
+          return ctx->keys->Create(
+              key_id, request->algorithm(), std::move(*pk),
+              SecretBytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
+              std::move(labels), caller.identity);
+        }();
+        ctx->Audit(caller.identity, "import", key_id, result.ok() ? result->version : 0,
+                   AlgorithmLabel(request->algorithm()), result.status());
+        if (!result.ok()) return result.status();
+        FillKeyInfo(*result, ctx->keys->Versions(key_id), response);
+        return absl::OkStatus();
+      },
+      request);
 }
 
 grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* context,

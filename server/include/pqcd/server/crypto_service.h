@@ -41,7 +41,8 @@ class CryptoService final : public pqc::v1::Crypto::CallbackService {
  private:
   template <class Req, class Resp, class Prepare>
   grpc::ServerUnaryReactor* Unary(const char* rpc, grpc::CallbackServerContext* context,
-                                  const Req* request, Resp* response, Prepare prepare);
+                                  const Req* request, Resp* response, Prepare prepare,
+                                  bool secrets);
   ServiceContext* ctx_;
 };
 
