@@ -26,6 +26,7 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "pqcd/client/client.h"
 #include "pqcd/client/histogram.h"
 
@@ -839,6 +840,9 @@ int main(int argc, char** argv) {
   // Diagnostics (e.g. the in-process engine's topology line) go to stderr: stdout carries only the
   // report, so that --json output parses.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pqc-load"));
+  // As in pqcd: no absl::Mutex deadlock detection (Debian's Abseil enables it; gRPC locks absl
+  // mutexes on every call), so the load generator spends its CPU on calls.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   Config cfg;
   CLI::App app{"pqc-load: load generator for the pqcd daemon (or its engine in-process)",
                "pqc-load"};
