@@ -7,6 +7,10 @@
 //  - a damaged file affects exactly one key version; the others load regardless;
 //  - key ids are restricted to [A-Za-z0-9._-] and never start with '.', so they are safe file
 //    names and can never collide with our temporary files (".tmp-*") or "." / "..".
+// Version numbers are never reused, also across restarts: deleting a key's newest version(s) while
+// older ones remain first writes an empty marker keys/<key_id>.v<N>.retired (N = the highest
+// version the key ever had), which Open reads back; it goes when a newer version is written or
+// the whole key is deleted (a deleted key id may be created afresh, starting at version 1).
 // Writes go to keys/.tmp-<random> (O_EXCL, 0600), are fsync'ed, renamed into place without
 // replacing anything (renameat2 RENAME_NOREPLACE), and the directory is fsync'ed before the call
 // returns. Deletes unlink and fsync the directory. A LOCK file (flock) keeps a second process from
@@ -51,6 +55,7 @@ using internal::RecordSealer;
 constexpr char kKeysSubdir[] = "keys";
 constexpr char kTempPrefix[] = ".tmp-";
 constexpr char kRecordSuffix[] = ".key";
+constexpr char kRetiredSuffix[] = ".retired";
 constexpr size_t kMaxKeyIdLength = 128;
 
 absl::Status ValidateKeyId(const std::string& key_id) {
@@ -66,6 +71,29 @@ absl::Status ValidateKeyId(const std::string& key_id) {
 
 std::string RecordFileName(const std::string& key_id, uint32_t version) {
   return absl::StrCat(key_id, ".v", version, kRecordSuffix);
+}
+
+std::string RetiredFileName(const std::string& key_id, uint32_t version) {
+  return absl::StrCat(key_id, ".v", version, kRetiredSuffix);
+}
+
+// Parses "<key_id>.v<N>.retired"; false if the name is not one.
+bool ParseRetiredFileName(const std::string& name, std::string* key_id, uint32_t* version) {
+  if (!name.ends_with(kRetiredSuffix)) return false;
+  const std::string stem = name.substr(0, name.size() - (sizeof(kRetiredSuffix) - 1));
+  const size_t dot_v = stem.rfind(".v");
+  if (dot_v == std::string::npos || dot_v + 2 >= stem.size() || stem.size() - dot_v > 12) {
+    return false;
+  }
+  uint64_t v = 0;
+  for (size_t i = dot_v + 2; i < stem.size(); ++i) {
+    if (stem[i] < '0' || stem[i] > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(stem[i] - '0');
+  }
+  if (v == 0 || v > std::numeric_limits<uint32_t>::max()) return false;
+  *key_id = stem.substr(0, dot_v);
+  *version = static_cast<uint32_t>(v);
+  return ValidateKeyId(*key_id).ok() && RetiredFileName(*key_id, *version) == name;
 }
 
 std::string Errno(int err) {
@@ -170,7 +198,8 @@ struct KeyStore::Impl {
   struct Entry {
     std::string owner;
     int algorithm = 0;
-    uint32_t high_water = 0;  // highest version ever held in this process: numbers are not reused
+    uint32_t high_water = 0;  // highest version ever held: numbers are not reused
+    uint32_t retired = 0;     // version in this key's .retired marker on disk (0: none)
     std::map<uint32_t, KeyRecord> versions;
   };
 
@@ -247,6 +276,31 @@ struct KeyStore::Impl {
       return st;
     }
     return absl::OkStatus();
+  }
+
+  // Durably writes the empty marker that versions up to `version` of key_id were used. Called
+  // with write_mu held.
+  absl::Status WriteRetired(const std::string& key_id, uint32_t version) {
+    const std::string name = RetiredFileName(key_id, version);
+    const std::string what = absl::StrCat(keys_dir, "/", name);
+    Fd fd(openat(keys_dir_fd.get(), name.c_str(),
+                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) return absl::InternalError(absl::StrCat("create ", what, ": ", Errno(errno)));
+    if (close(fd.Release()) != 0) {
+      return absl::InternalError(absl::StrCat("close ", what, ": ", Errno(errno)));
+    }
+    return FsyncFd(keys_dir_fd.get(), keys_dir);
+  }
+
+  // Removes a marker that is no longer needed (best effort: a leftover only keeps a number from
+  // being reused, or is removed at the next Open).
+  void RemoveRetired(const std::string& key_id, uint32_t version) {
+    const std::string name = RetiredFileName(key_id, version);
+    if (unlinkat(keys_dir_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      spdlog::warn("key store: cannot remove {}/{}: {}", keys_dir, name, Errno(errno));
+      return;
+    }
+    (void)FsyncFd(keys_dir_fd.get(), keys_dir);
   }
 };
 
@@ -349,7 +403,14 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& 
 
   size_t auth_failed = 0, wrong_kek = 0;
   std::vector<internal::OpenResult> loaded;
+  std::map<std::string, std::vector<uint32_t>> retired;  // key id -> versions of its markers
   for (const std::string& name : names) {
+    std::string retired_id;
+    uint32_t retired_version = 0;
+    if (ParseRetiredFileName(name, &retired_id, &retired_version)) {
+      retired[retired_id].push_back(retired_version);
+      continue;
+    }
     if (name.starts_with(kTempPrefix)) {
       if (unlinkat(impl.keys_dir_fd.get(), name.c_str(), 0) == 0) {
         ++rep.temp_files_removed;
@@ -437,6 +498,19 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& 
       ++rep.loaded;
     }
   }
+  // Markers of retired version numbers: the highest one counts; the others (left by a crash
+  // between writing a new marker and removing the old one) and those of keys that no longer exist
+  // go.
+  for (const auto& [key_id, versions] : retired) {
+    const uint32_t top = *std::max_element(versions.begin(), versions.end());
+    auto it = impl.keys.find(key_id);
+    for (uint32_t v : versions) {
+      if (it == impl.keys.end() || v != top) impl.RemoveRetired(key_id, v);
+    }
+    if (it == impl.keys.end()) continue;
+    it->second.high_water = std::max(it->second.high_water, top);
+    it->second.retired = top;
+  }
   for (const auto& p : rep.problems) spdlog::warn("key store: skipped {}", p);
   spdlog::info("key store: loaded {} key versions from {} ({} skipped, {} temporary files removed)",
                rep.loaded, impl.keys_dir, rep.corrupted, rep.temp_files_removed);
@@ -510,11 +584,17 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& key_id,
   if (impl.persistent) {
     if (auto st = impl.Persist(rec); !st.ok()) return st;
   }
-  std::unique_lock lock(impl.mu);
-  Impl::Entry& e = impl.keys[key_id];  // still present: mutations are serialized by write_mu
-  e.high_water = rec.version;
-  e.versions.emplace(rec.version, rec);
-  ++impl.count;
+  uint32_t old_marker = 0;
+  {
+    std::unique_lock lock(impl.mu);
+    Impl::Entry& e = impl.keys[key_id];  // still present: mutations are serialized by write_mu
+    e.high_water = rec.version;
+    e.versions.emplace(rec.version, rec);
+    ++impl.count;
+    std::swap(old_marker, e.retired);
+  }
+  // The new record now carries the highest version number: the marker is redundant.
+  if (old_marker != 0 && impl.persistent) impl.RemoveRetired(key_id, old_marker);
   return rec;
 }
 
@@ -566,22 +646,34 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& key_id, uint32_t ve
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
   std::vector<uint32_t> targets;  // ascending: a crash part-way leaves the newest versions
+  bool need_marker = false;       // the newest version goes while older ones stay
+  uint32_t high_water = 0, marker = 0;
   {
     std::shared_lock lock(impl.mu);
     auto it = impl.keys.find(key_id);
     if (it == impl.keys.end() || !Impl::Visible(it->second, caller, caller_is_admin)) {
       return NotFound(key_id);
     }
+    const Impl::Entry& e = it->second;
     if (version == 0) {
-      for (const auto& [v, rec] : it->second.versions) targets.push_back(v);
-    } else if (it->second.versions.contains(version)) {
+      for (const auto& [v, rec] : e.versions) targets.push_back(v);
+    } else if (e.versions.contains(version)) {
       targets.push_back(version);
+      need_marker = e.versions.size() > 1 && version == e.versions.rbegin()->first;
     } else {
       return NotFound(key_id, version);
     }
+    high_water = e.high_water;
+    marker = e.retired;
   }
   absl::Status io_status;
   size_t removed = targets.size();
+  if (impl.persistent && need_marker && marker != high_water) {
+    // Durably before the record goes, so that a restart cannot hand out its number again.
+    if (auto st = impl.WriteRetired(key_id, high_water); !st.ok()) return st;
+    if (marker != 0) impl.RemoveRetired(key_id, marker);
+    marker = high_water;
+  }
   if (impl.persistent) {
     for (size_t i = 0; i < targets.size(); ++i) {
       const std::string name = RecordFileName(key_id, targets[i]);
@@ -602,14 +694,21 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& key_id, uint32_t ve
   {
     std::unique_lock lock(impl.mu);
     auto it = impl.keys.find(key_id);
+    it->second.retired = marker;
     for (size_t i = 0; i < removed; ++i) {
       auto v = it->second.versions.find(targets[i]);
       doomed.push_back(std::move(v->second.private_key));
       it->second.versions.erase(v);
       --impl.count;
     }
-    if (it->second.versions.empty()) impl.keys.erase(it);
+    if (it->second.versions.empty()) {
+      impl.keys.erase(it);
+    } else {
+      marker = 0;  // still needed
+    }
   }
+  // The whole key is gone: its id may be created afresh, so its marker goes too.
+  if (impl.persistent && marker != 0) impl.RemoveRetired(key_id, marker);
   doomed.clear();
   if (!io_status.ok()) return io_status;
   return static_cast<uint32_t>(removed);

@@ -400,6 +400,49 @@ TEST_F(KeyStoreTest, PersistenceRoundTrip) {
   EXPECT_EQ(ks->AddVersion("alpha", {}, Secret(sk1), "alice", false)->version, 3u);
 }
 
+// Version numbers are not reused across restarts: deleting the newest version leaves a
+// .retired marker that the next Open reads; the marker goes with a newer version or the whole key.
+TEST_F(KeyStoreTest, DeletedNewestVersionNumberIsNotReusedAfterRestart) {
+  const auto sk = RandomBytes(32, 24);
+  const fs::path keys = root_ / "data" / "keys";
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    ASSERT_TRUE(ks->Create("k", 5, {}, Secret(sk), {}, "o").ok());
+    ASSERT_EQ(ks->AddVersion("k", {}, Secret(sk), "o", false)->version, 2u);
+    ASSERT_EQ(ks->AddVersion("k", {}, Secret(sk), "o", false)->version, 3u);
+    ASSERT_TRUE(ks->Delete("k", 3, "o", false).ok());
+    EXPECT_FALSE(fs::exists(KeyFile("k", 3)));
+    EXPECT_TRUE(fs::exists(keys / "k.v3.retired"));
+    ASSERT_TRUE(ks->Delete("k", 2, "o", false).ok());  // the marker already covers 3
+    EXPECT_TRUE(fs::exists(keys / "k.v3.retired"));
+  }
+  {
+    LoadReport rep;
+    auto ks = OpenStore(&rep);
+    ASSERT_TRUE(ks);
+    EXPECT_EQ(rep.loaded, 1u);
+    EXPECT_TRUE(rep.problems.empty());
+    auto v = ks->AddVersion("k", {}, Secret(sk), "o", false);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->version, 4u);                        // not 2 or 3 again
+    EXPECT_FALSE(fs::exists(keys / "k.v3.retired"));  // v4's record carries the number now
+    ASSERT_TRUE(ks->Delete("k", 4, "o", false).ok());
+    EXPECT_TRUE(fs::exists(keys / "k.v4.retired"));
+    ASSERT_TRUE(ks->Delete("k", 0, "o", false).ok());  // the whole key: its id is free again
+    EXPECT_FALSE(fs::exists(keys / "k.v4.retired"));
+  }
+  // A marker left for a key that no longer exists (a crash during a delete) is removed at Open.
+  { std::ofstream(keys / "ghost.v7.retired").flush(); }
+  LoadReport rep;
+  auto ks = OpenStore(&rep);
+  ASSERT_TRUE(ks);
+  EXPECT_TRUE(rep.problems.empty());
+  EXPECT_FALSE(fs::exists(keys / "ghost.v7.retired"));
+  EXPECT_EQ(ks->Create("k", 5, {}, Secret(sk), {}, "o")->version, 1u);
+  EXPECT_EQ(ks->Create("ghost", 5, {}, Secret(sk), {}, "o")->version, 1u);
+}
+
 TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
   const auto sk = RandomBytes(64, 30);
   {
