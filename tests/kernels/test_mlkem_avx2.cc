@@ -4,12 +4,14 @@
 // prints the first differing index. Skipped where the CPU lacks AVX2.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
 
+#include "mlkem/lanes.h"
 #include "mlkem/poly_backend.h"
 #include "pqcd/kernels/isa.h"
 
@@ -160,18 +162,23 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
     } else {
       Fill(a, 0, kQ - 1);
     }
-    uint8_t e1[kPolyBytes], e2[kPolyBytes];
+    // Same canary bytes after the 384 output bytes: the kernels must write exactly 384.
+    uint8_t e1[kPolyBytes + 32], e2[kPolyBytes + 32];
+    std::memset(e1, 0x5a, sizeof(e1));
+    std::memset(e2, 0x5a, sizeof(e2));
     portable::PolyEncode12(e1, a);
     avx2::PolyEncode12(e2, a);
-    ASSERT_TRUE(Same(e1, e2, kPolyBytes, "PolyEncode12", n));
-    // Decode of arbitrary bytes (values up to 4095) and of valid encodings.
-    uint8_t in[kPolyBytes];
+    ASSERT_TRUE(Same(e1, e2, sizeof(e1), "PolyEncode12", n));
+    // Decode of arbitrary bytes (values up to 4095) and of valid encodings, from a heap buffer
+    // of exactly 384 bytes (memcheck flags any read past it).
+    std::vector<uint8_t> in_buf(kPolyBytes);
+    uint8_t* in = in_buf.data();
     if (n % 2) {
-      FillBytes(in, sizeof(in));
+      FillBytes(in, kPolyBytes);
     } else {
-      std::memcpy(in, e1, sizeof(in));
+      std::memcpy(in, e1, kPolyBytes);
     }
-    if (n == 1) std::memset(in, 0xff, sizeof(in));
+    if (n == 1) std::memset(in, 0xff, kPolyBytes);
     Poly d1, d2;
     portable::PolyDecode12(d1, in);
     avx2::PolyDecode12(d2, in);
@@ -211,17 +218,21 @@ TEST_F(MlKemAvx2Test, CompressDecompress) {
       } else {
         Fill(a, 0, kQ - 1);
       }
-      uint8_t c1[32 * 11], c2[32 * 11];
+      // Same canary bytes after the 32·d output bytes: the kernels must write exactly 32·d.
+      uint8_t c1[32 * 11 + 32], c2[32 * 11 + 32];
+      std::memset(c1, 0x5a, sizeof(c1));
+      std::memset(c2, 0x5a, sizeof(c2));
       portable::PolyCompressEncode(d, c1, a);
       avx2::PolyCompressEncode(d, c2, a);
-      ASSERT_TRUE(Same(c1, c2, 32 * static_cast<size_t>(d), "PolyCompressEncode", n)) << " d=" << d;
-      uint8_t in[32 * 11];
-      FillBytes(in, sizeof(in));
-      if (n == 0) std::memset(in, 0xff, sizeof(in));
-      if (n == 1) std::memset(in, 0, sizeof(in));
+      ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyCompressEncode", n)) << " d=" << d;
+      // Input in a heap buffer of exactly 32·d bytes (memcheck flags any read past it).
+      std::vector<uint8_t> in(32 * static_cast<size_t>(d));
+      FillBytes(in.data(), in.size());
+      if (n == 0) std::memset(in.data(), 0xff, in.size());
+      if (n == 1) std::memset(in.data(), 0, in.size());
       Poly p1, p2;
-      portable::PolyDecodeDecompress(d, p1, in);
-      avx2::PolyDecodeDecompress(d, p2, in);
+      portable::PolyDecodeDecompress(d, p1, in.data());
+      avx2::PolyDecodeDecompress(d, p2, in.data());
       ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyDecodeDecompress", n)) << " d=" << d;
     }
   }
@@ -289,29 +300,53 @@ TEST_F(MlKemAvx2Test, Cbd) {
   }
 }
 
-// The multi-lane samplers give the same polynomials on every backend, for any count.
+// The LaneScheduler samplers give the same polynomials on every backend, for any task count.
 TEST_F(MlKemAvx2Test, SamplersAgreeAcrossBackends) {
   const Isa saved = ActiveIsa();
   for (size_t n = 1; n <= 9; ++n) {
-    std::vector<XofSeed> seeds(n);
+    std::vector<std::array<uint8_t, 34>> seeds(n);
     for (auto& s : seeds) FillBytes(s.data(), s.size());
     uint8_t sigma[kSymBytes];
     FillBytes(sigma, sizeof(sigma));
-    std::vector<Poly> a1(n), a2(n), c1(n), c2(n);
     for (int eta : {2, 3}) {
-      ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
-      SampleNttMany(seeds.data(), a1.data(), n);
-      SampleCbdMany(eta, sigma, static_cast<uint8_t>(n), c1.data(), n);
-      ASSERT_TRUE(SetActiveIsa(Isa::kAvx2).ok());
-      SampleNttMany(seeds.data(), a2.data(), n);
-      SampleCbdMany(eta, sigma, static_cast<uint8_t>(n), c2.data(), n);
+      std::vector<Poly> a[2], c[2];
+      for (int b = 0; b < 2; ++b) {
+        ASSERT_TRUE(SetActiveIsa(b == 0 ? Isa::kPortable : Isa::kAvx2).ok());
+        a[b].resize(n);
+        c[b].resize(n);
+        LaneScheduler ls;
+        for (size_t t = 0; t < n; ++t) {
+          ls.AddSampleNtt(seeds[t].data(), seeds[t][32], seeds[t][33], &a[b][t]);
+          ls.AddCbd(eta, sigma, static_cast<uint8_t>(n + t), &c[b][t]);
+        }
+        ls.Run();
+      }
       for (size_t t = 0; t < n; ++t) {
-        ASSERT_TRUE(Same(a1[t].c, a2[t].c, kN, "SampleNttMany", static_cast<int>(t)));
-        ASSERT_TRUE(Same(c1[t].c, c2[t].c, kN, "SampleCbdMany", static_cast<int>(t)));
+        ASSERT_TRUE(Same(a[0][t].c, a[1][t].c, kN, "SampleNtt", static_cast<int>(t)));
+        ASSERT_TRUE(Same(c[0][t].c, c[1][t].c, kN, "Cbd", static_cast<int>(t)));
       }
     }
   }
   ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+// LanesToBytes: the 4x4 transposes of interleaved Keccak states, against a word-by-word copy.
+TEST_F(MlKemAvx2Test, LanesToBytes) {
+  alignas(64) uint64_t st[100];
+  constexpr size_t kStride = 200;
+  for (int n = 0; n < kRandomInputs; ++n) {
+    for (auto& w : st) w = n == 0 ? 0 : n == 1 ? ~uint64_t{0} : rng_();
+    const size_t words = 1 + static_cast<size_t>(n % 24);
+    const size_t covered = (words + 3) / 4 * 4;
+    uint8_t want[4][kStride], got[4][kStride];
+    std::memset(want, 0xa5, sizeof(want));
+    std::memset(got, 0xa5, sizeof(got));
+    for (size_t j = 0; j < 4; ++j) {
+      for (size_t i = 0; i < covered; ++i) std::memcpy(want[j] + 8 * i, &st[4 * i + j], 8);
+    }
+    avx2::LanesToBytes(st, &got[0][0], kStride, words);
+    ASSERT_TRUE(Same(&want[0][0], &got[0][0], sizeof(want), "LanesToBytes", n));
+  }
 }
 
 }  // namespace

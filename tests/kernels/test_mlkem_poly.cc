@@ -3,13 +3,17 @@
 // contracts a SIMD backend of the same functions must meet.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "common/test_support.h"
+#include "mlkem/lanes.h"
 #include "mlkem/poly.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::mlkem {
@@ -278,54 +282,75 @@ TEST(MlKemPoly, Encode12AndDecodeChecks) {
   }
 }
 
+// SampleNTT (LaneScheduler tasks, on every backend) against Alg. 7 read literally.
 TEST(MlKemPoly, SampleNttMatchesAlgorithm7) {
-  std::vector<XofSeed> seeds(5);
+  pqcd::testing::ScopedIsa restore;
+  std::vector<std::array<uint8_t, 34>> seeds(5);
   for (size_t t = 0; t < seeds.size(); ++t) {
     for (size_t i = 0; i < 34; ++i) seeds[t][i] = static_cast<uint8_t>(t * 31 + i * 7);
   }
-  std::vector<Poly> got(seeds.size());
-  SampleNttMany(seeds.data(), got.data(), seeds.size());
-  for (size_t t = 0; t < seeds.size(); ++t) {
-    // Alg. 7 literally: squeeze 3 bytes at a time.
-    Shake128 xof;
-    xof.Absorb(Bytes(seeds[t].data(), 34));
-    int j = 0;
-    while (j < kN) {
-      uint8_t c[3];
-      xof.Squeeze(MutBytes(c, 3));
-      const int d1 = c[0] + 256 * (c[1] % 16);
-      const int d2 = c[1] / 16 + 16 * c[2];
-      if (d1 < q) {
-        ASSERT_EQ(got[t].c[j], d1) << "seed " << t << " j " << j;
-        ++j;
+  for (Isa isa : pqcd::testing::SupportedIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    std::vector<Poly> got(seeds.size());
+    {
+      LaneScheduler ls;
+      for (size_t t = 0; t < seeds.size(); ++t) {
+        ls.AddSampleNtt(seeds[t].data(), seeds[t][32], seeds[t][33], &got[t]);
       }
-      if (d2 < q && j < kN) {
-        ASSERT_EQ(got[t].c[j], d2) << "seed " << t << " j " << j;
-        ++j;
+      ls.Run();
+    }
+    for (size_t t = 0; t < seeds.size(); ++t) {
+      // Alg. 7 literally: squeeze 3 bytes at a time.
+      Shake128 xof;
+      xof.Absorb(Bytes(seeds[t].data(), 34));
+      int j = 0;
+      while (j < kN) {
+        uint8_t c[3];
+        xof.Squeeze(MutBytes(c, 3));
+        const int d1 = c[0] + 256 * (c[1] % 16);
+        const int d2 = c[1] / 16 + 16 * c[2];
+        if (d1 < q) {
+          ASSERT_EQ(got[t].c[j], d1) << IsaName(isa) << " seed " << t << " j " << j;
+          ++j;
+        }
+        if (d2 < q && j < kN) {
+          ASSERT_EQ(got[t].c[j], d2) << IsaName(isa) << " seed " << t << " j " << j;
+          ++j;
+        }
       }
     }
   }
 }
 
+// SamplePolyCBD_eta(PRF_eta(seed, nonce)) (LaneScheduler tasks, every backend) against Alg. 8.
 TEST(MlKemPoly, CbdMatchesAlgorithm8) {
+  pqcd::testing::ScopedIsa restore;
   uint8_t seed[32];
   for (int i = 0; i < 32; ++i) seed[i] = static_cast<uint8_t>(200 - 3 * i);
-  for (int eta : {2, 3}) {
-    Poly got[3];
-    SampleCbdMany(eta, seed, 5, got, 3);
-    for (int t = 0; t < 3; ++t) {
-      uint8_t in[33];
-      std::memcpy(in, seed, 32);
-      in[32] = static_cast<uint8_t>(5 + t);
-      std::vector<uint8_t> prf(64 * eta);
-      Shake256Digest(Bytes(in, 33), prf);
-      for (int i = 0; i < kN; ++i) {
-        int x = 0, y = 0;
-        for (int j = 0; j < eta; ++j) {
-          x += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + j));
-          y += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + eta + j));
+  for (Isa isa : pqcd::testing::SupportedIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    for (int eta : {2, 3}) {
+      Poly got[3];
+      {
+        LaneScheduler ls;
+        for (int t = 0; t < 3; ++t) ls.AddCbd(eta, seed, static_cast<uint8_t>(5 + t), &got[t]);
+        ls.Run();
+      }
+      for (int t = 0; t < 3; ++t) {
+        uint8_t in[33];
+        std::memcpy(in, seed, 32);
+        in[32] = static_cast<uint8_t>(5 + t);
+        std::vector<uint8_t> prf(64 * eta);
+        Shake256Digest(Bytes(in, 33), prf);
+        for (int i = 0; i < kN; ++i) {
+          int x = 0, y = 0;
+          for (int j = 0; j < eta; ++j) {
+            x += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + j));
+            y += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + eta + j));
+          }
+          ASSERT_EQ(got[t].c[i], x - y)
+              << IsaName(isa) << " eta " << eta << " poly " << t << " i " << i;
         }
-        ASSERT_EQ(got[t].c[i], x - y) << "eta " << eta << " poly " << t << " i " << i;
       }
     }
   }

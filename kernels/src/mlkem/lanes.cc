@@ -13,9 +13,9 @@
 namespace pqcd::kernels::mlkem {
 namespace {
 
-constexpr size_t kXofRate = 168;       // SHAKE128
-constexpr size_t kPrfRate = 136;       // SHAKE256
-constexpr size_t kXofFirstBlocks = 3;  // 336 candidates: nearly always enough for 256 values
+constexpr size_t kXofRate = 168;  // SHAKE128
+constexpr size_t kPrfRate = 136;  // SHAKE256
+static_assert(kXofRate % 3 == 0, "each block holds whole 3-byte groups of Alg. 7");
 
 inline uint64_t Load64(const uint8_t* p) {
   uint64_t v;
@@ -25,27 +25,35 @@ inline uint64_t Load64(const uint8_t* p) {
 
 }  // namespace
 
-LaneScheduler::LaneScheduler() : x4_(UseAvx2Kernels()) {
-  for (Lane& l : lanes_) l = Lane{-1, kIdle, 0, nullptr, 0, 0};
-  // Reading slack of the AVX2 rejection and CBD kernels: defined bytes, never used.
-  for (auto& b : buf_) std::memset(b + kXofFirstBlocks * kXofRate, 0, 32);
+LaneScheduler::LaneScheduler() : x4_(UseAvx2Kernels()), avx2_(UseAvx2Kernels()) {
+  for (Lane& l : lanes_) l = Lane{-1, kIdle, 0, 0};
+  // Defined bytes in the reading slack of the AVX2 kernels (the transposes overwrite them).
+  for (auto& b : lane_buf_) std::memset(b + kXofRate, 0, kLaneBuf - kXofRate);
 }
 
 LaneScheduler::~LaneScheduler() {
   SecureZero(st_, sizeof(st_));
-  SecureZero(buf_, sizeof(buf_));
-  SecureZero(block_, sizeof(block_));
+  SecureZero(lane_buf_, sizeof(lane_buf_));
   SecureZero(one_, sizeof(one_));
-  SecureZero(saved_, sizeof(saved_));
+  if (used_saved_) SecureZero(saved_, sizeof(saved_));
+  if (used_cbd3_) SecureZero(cbd3_, sizeof(cbd3_));
 }
 
 int LaneScheduler::NewTask(Kind kind, bool ready) {
   if (num_tasks_ == kMaxTasks) std::abort();  // programming error: fixed task budget
   Task& t = tasks_[num_tasks_];
-  t = Task{};
+  t.b = nullptr;
+  t.out = nullptr;
+  t.poly = nullptr;
+  t.b_len = 0;
+  t.out_len = 0;
+  t.ctr = 0;
   t.kind = kind;
   t.ready = ready;
+  t.started = false;
+  t.finished = false;
   t.avail = SIZE_MAX;
+  ready_waiting_ += ready ? 1 : 0;
   ++remaining_;
   return num_tasks_++;
 }
@@ -69,13 +77,14 @@ int LaneScheduler::AddHash(size_t rate, uint8_t suffix, const uint8_t* a, size_t
 int LaneScheduler::AddSampleNtt(const uint8_t rho[kSymBytes], uint8_t b32, uint8_t b33, Poly* out) {
   const int id = NewTask(kSampleNtt, true);
   Task& t = tasks_[id];
-  std::memcpy(t.seed, rho, kSymBytes);
-  t.seed[32] = b32;
-  t.seed[33] = b33;
+  t.seed[0] = b32;
+  t.seed[1] = b33;
   t.rate = kXofRate;
   t.suffix = 0x1f;
-  t.a = t.seed;
-  t.a_len = sizeof(t.seed);
+  t.a = rho;
+  t.a_len = kSymBytes;
+  t.b = t.seed;
+  t.b_len = 2;
   t.poly = out;
   return id;
 }
@@ -91,83 +100,97 @@ int LaneScheduler::AddCbd(int eta, const uint8_t* seed, uint8_t nonce, Poly* out
   t.a_len = kSymBytes;
   t.b = &t.nonce;
   t.b_len = 1;
+  t.out_len = 64 * size_t{t.eta};
   t.poly = out;
   return id;
 }
 
 void LaneScheduler::StartReady() {
+  if (ready_waiting_ == 0) return;
+  int i = first_unstarted_;
   for (int j = 0; j < kLanes; ++j) {
     Lane& l = lanes_[j];
     if (l.phase != kIdle) continue;
-    int id = -1;
-    for (int i = first_unstarted_; i < num_tasks_; ++i) {
-      if (!tasks_[i].started && tasks_[i].ready) {
-        id = i;
-        break;
-      }
-    }
-    if (id < 0) return;
-    Task& t = tasks_[id];
+    while (i < num_tasks_ && (tasks_[i].started || !tasks_[i].ready)) ++i;
+    if (i == num_tasks_) break;
+    Task& t = tasks_[i];
     t.started = true;
-    while (first_unstarted_ < num_tasks_ && tasks_[first_unstarted_].started) ++first_unstarted_;
-    for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = 0;
-    l.task = id;
-    l.phase = kAbsorb;
-    l.absorbed = 0;
-    l.out_pos = 0;
-    switch (t.kind) {
-      case kHash:
-        l.out = t.out;
-        l.out_len = t.out_len;
-        break;
-      case kSampleNtt:
-        l.out = buf_[j];
-        l.out_len = kXofFirstBlocks * kXofRate;
-        break;
-      case kCbd:
-        l.out = buf_[j];
-        l.out_len = 64 * size_t{t.eta};
-        break;
+    --ready_waiting_;
+    uint64_t* s = st_ + j;
+    if (t.kind != kHash) {
+      // SampleNTT: ρ || j || i; PRF: seed || nonce. One padded block, written straight into the
+      // fresh state (suffix after the 34 or 33 input bytes, 0x80 in the last byte of the rate).
+      const uint64_t tail = t.kind == kSampleNtt ? uint64_t{t.seed[0]} | uint64_t{t.seed[1]} << 8 |
+                                                       uint64_t{0x1f} << 16
+                                                 : uint64_t{t.nonce} | uint64_t{0x1f} << 8;
+      const size_t last = (t.rate - 1) / 8;
+#pragma GCC unroll 25
+      for (size_t w = 0; w < 25; ++w) s[w * kLanes] = 0;
+      s[0] = Load64(t.a);
+      s[kLanes] = Load64(t.a + 8);
+      s[2 * kLanes] = Load64(t.a + 16);
+      s[3 * kLanes] = Load64(t.a + 24);
+      s[4 * kLanes] = tail;
+      s[last * kLanes] = uint64_t{0x80} << 56;
+      l = Lane{i, kSqueeze, t.a_len + t.b_len, 0};
+    } else {
+#pragma GCC unroll 25
+      for (size_t w = 0; w < 25; ++w) s[w * kLanes] = 0;
+      l = Lane{i, kAbsorb, 0, 0};
     }
+    ++i;
+  }
+  while (first_unstarted_ < num_tasks_ && tasks_[first_unstarted_].started) ++first_unstarted_;
+}
+
+// XORs src[0..n) into state bytes [pos, pos + n) of lane j.
+void LaneScheduler::XorBytes(int j, size_t pos, const uint8_t* src, size_t n) {
+  uint64_t* s = st_ + j;
+  for (; n > 0 && (pos & 7) != 0; --n, ++pos, ++src) {
+    s[(pos >> 3) * kLanes] ^= uint64_t{*src} << (8 * (pos & 7));
+  }
+  uint64_t* d = s + (pos >> 3) * kLanes;
+  for (; n >= 32; n -= 32, pos += 32, src += 32, d += 4 * kLanes) {
+    d[0] ^= Load64(src);
+    d[kLanes] ^= Load64(src + 8);
+    d[2 * kLanes] ^= Load64(src + 16);
+    d[3 * kLanes] ^= Load64(src + 24);
+  }
+  for (; n >= 8; n -= 8, pos += 8, src += 8, d += kLanes) d[0] ^= Load64(src);
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, src, n);
+    s[(pos >> 3) * kLanes] ^= w;
   }
 }
 
-// XORs message bytes [off, off + n) of t (n == rate, or the final n < rate bytes with the
-// padding when `last`) into lane j.
-void LaneScheduler::XorBlock(int j, const Task& t, size_t off, size_t n, bool last) {
-  const uint8_t* src;
-  if (!last && off + n <= t.a_len) {
-    src = t.a + off;
-  } else if (!last && off >= t.a_len) {
-    src = t.b + (off - t.a_len);
-  } else {
-    // Gather from a || b into block_ (and pad when last).
-    size_t done = 0;
-    if (off < t.a_len) {
-      const size_t take = std::min(n, t.a_len - off);
-      std::memcpy(block_, t.a + off, take);
-      done = take;
-    }
-    if (done < n) std::memcpy(block_ + done, t.b + (off + done - t.a_len), n - done);
-    if (last) {
-      std::memset(block_ + n, 0, t.rate - n);
-      block_[n] ^= t.suffix;
-      block_[t.rate - 1] ^= 0x80;
-    }
-    src = block_;
+void LaneScheduler::XorMessage(int j, const Task& t, size_t off, size_t n) {
+  size_t pos = 0;
+  if (off < t.a_len) {
+    const size_t take = std::min(n, t.a_len - off);
+    XorBytes(j, 0, t.a + off, take);
+    pos = take;
   }
-  const size_t words = t.rate / 8;
-  for (size_t i = 0; i < words; ++i) st_[i * kLanes + j] ^= Load64(src + 8 * i);
+  if (pos < n) XorBytes(j, pos, t.b + (off + pos - t.a_len), n - pos);
 }
 
 void LaneScheduler::Deadlock() {
   std::abort();
 }
 
+size_t LaneScheduler::SqueezeNeed(int j) const {
+  const Lane& l = lanes_[j];
+  const Task& t = tasks_[l.task];
+  switch (t.kind) {
+    case kSampleNtt:
+      return kXofRate;
+    default:
+      return std::min<size_t>(t.rate, t.out_len - l.out_pos);
+  }
+}
+
 bool LaneScheduler::Step() {
-  bool active[kLanes] = {};
-  bool paused[kLanes] = {};
-  int n_active = 0;
+  unsigned active = 0, paused = 0, squeeze = 0;
   for (int j = 0; j < kLanes; ++j) {
     Lane& l = lanes_[j];
     if (l.phase == kAbsorb) {
@@ -176,89 +199,128 @@ bool LaneScheduler::Step() {
       const size_t rem = total - l.absorbed;
       if (rem >= t.rate) {
         if (t.avail < l.absorbed + t.rate) {
-          paused[j] = true;
+          paused |= 1u << j;
           continue;
         }
-        XorBlock(j, t, l.absorbed, t.rate, false);
+        XorMessage(j, t, l.absorbed, t.rate);
         l.absorbed += t.rate;
       } else {
         if (t.avail < total) {
-          paused[j] = true;
+          paused |= 1u << j;
           continue;
         }
-        XorBlock(j, t, l.absorbed, rem, true);
+        XorMessage(j, t, l.absorbed, rem);
+        // Padding: suffix after the message, 0x80 in the last byte of the block.
+        st_[(rem >> 3) * kLanes + j] ^= uint64_t{t.suffix} << (8 * (rem & 7));
+        st_[((t.rate - 1) >> 3) * kLanes + j] ^= uint64_t{0x80} << (8 * ((t.rate - 1) & 7));
         l.absorbed = total;
         l.phase = kSqueeze;
       }
-      active[j] = true;
-      ++n_active;
+      active |= 1u << j;
+      squeeze |= (l.phase == kSqueeze ? 1u : 0u) << j;
     } else if (l.phase == kSqueeze) {
-      active[j] = true;
-      ++n_active;
+      active |= 1u << j;
+      squeeze |= 1u << j;
     }
   }
-  if (n_active == 0) return false;
-  if (x4_ && n_active >= 2) {
+  if (active == 0) return false;
+  const bool x4 = x4_ && (active & (active - 1)) != 0;  // two or more lanes
+  if (x4) {
+    if (paused != 0) used_saved_ = true;
     for (int j = 0; j < kLanes; ++j) {
-      if (!paused[j]) continue;
-      for (int i = 0; i < 25; ++i) saved_[j][i] = st_[i * kLanes + j];
+      if ((paused >> j) & 1) {
+        for (int i = 0; i < 25; ++i) saved_[j][i] = st_[i * kLanes + j];
+      }
     }
     KeccakF1600xN(st_, kLanes);
     for (int j = 0; j < kLanes; ++j) {
-      if (!paused[j]) continue;
-      for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = saved_[j][i];
+      if ((paused >> j) & 1) {
+        for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = saved_[j][i];
+      }
     }
   } else {
     for (int j = 0; j < kLanes; ++j) {
-      if (!active[j]) continue;
+      if (((active >> j) & 1) == 0) continue;
       for (int i = 0; i < 25; ++i) one_[i] = st_[i * kLanes + j];
       KeccakF1600(one_);
       for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = one_[i];
     }
   }
+  if (squeeze == 0) return true;
+  // Squeezed blocks to lane_buf_: one AVX2 transpose of all four lanes when there is enough to
+  // extract, else word by word.
+  size_t need[kLanes] = {};
+  size_t max_words = 0, sum_words = 0;
   for (int j = 0; j < kLanes; ++j) {
-    Lane& l = lanes_[j];
-    if (!active[j] || l.phase != kSqueeze) continue;
-    const Task& t = tasks_[l.task];
-    const size_t take = std::min<size_t>(t.rate, l.out_len - l.out_pos);
-    uint8_t* dst = l.out + l.out_pos;
-    size_t i = 0;
-    for (; i + 8 <= take; i += 8) std::memcpy(dst + i, &st_[(i / 8) * kLanes + j], 8);
-    if (i < take) std::memcpy(dst + i, &st_[(i / 8) * kLanes + j], take - i);
-    l.out_pos += take;
-    if (l.out_pos == l.out_len) LaneDone(j);
+    if (((squeeze >> j) & 1) == 0) continue;
+    need[j] = SqueezeNeed(j);
+    const size_t words = (need[j] + 7) / 8;
+    max_words = std::max(max_words, words);
+    sum_words += words;
+  }
+  if (avx2_ && sum_words > 24) {
+    avx2::LanesToBytes(st_, &lane_buf_[0][0], kLaneBuf, max_words);
+  } else {
+    for (int j = 0; j < kLanes; ++j) {
+      if (((squeeze >> j) & 1) == 0) continue;
+      const size_t words = (need[j] + 7) / 8;
+      for (size_t i = 0; i < words; ++i) {
+        std::memcpy(lane_buf_[j] + 8 * i, &st_[i * kLanes + j], 8);
+      }
+    }
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    if ((squeeze >> j) & 1) Consume(j, need[j]);
   }
   return true;
 }
 
-void LaneScheduler::LaneDone(int j) {
+void LaneScheduler::Consume(int j, size_t take) {
   Lane& l = lanes_[j];
   Task& t = tasks_[l.task];
-  const bool avx2 = UseAvx2Kernels();
+  const uint8_t* blk = lane_buf_[j];
   switch (t.kind) {
     case kHash:
-      break;
+      std::memcpy(t.out + l.out_pos, blk, take);
+      l.out_pos += take;
+      if (l.out_pos == t.out_len) LaneDone(j);
+      return;
     case kSampleNtt: {
       // The XOF output of the public ρ is public. (It shares the x4 permutation with secret
       // lanes; memcheck's approximate tracking of some vector shuffles would otherwise taint it.)
-      CtPublic(l.out, l.out_len);
+      // Each block holds whole 3-byte groups, so sampling block by block is Alg. 7 exactly.
+      CtPublic(blk, kXofRate);
       const int wanted = kN - t.ctr;
       t.ctr = static_cast<int16_t>(
-          t.ctr + (avx2 ? avx2::RejectUniform(t.poly->c + t.ctr, wanted, l.out, l.out_len)
-                        : portable::RejectUniform(t.poly->c + t.ctr, wanted, l.out, l.out_len)));
-      if (t.ctr < kN) {
-        // Rare: one more block (Alg. 7 keeps squeezing).
-        l.out_len = kXofRate;
-        l.out_pos = 0;
-        return;
-      }
-      break;
+          t.ctr + (avx2_ ? avx2::RejectUniform(t.poly->c + t.ctr, wanted, blk, kXofRate)
+                         : portable::RejectUniform(t.poly->c + t.ctr, wanted, blk, kXofRate)));
+      if (t.ctr == kN) LaneDone(j);
+      return;
     }
     case kCbd:
-      avx2 ? avx2::Cbd(t.eta, *t.poly, l.out) : portable::Cbd(t.eta, *t.poly, l.out);
-      break;
+      if (t.out_len <= kPrfRate) {
+        // eta = 2: 128 bytes from the first block.
+        avx2_ ? avx2::Cbd(t.eta, *t.poly, blk) : portable::Cbd(t.eta, *t.poly, blk);
+        LaneDone(j);
+        return;
+      }
+      if (!used_cbd3_) {
+        used_cbd3_ = true;
+        for (auto& b : cbd3_) std::memset(b + 192, 0, sizeof(b) - 192);  // reading slack
+      }
+      std::memcpy(cbd3_[j] + l.out_pos, blk, take);
+      l.out_pos += take;
+      if (l.out_pos == t.out_len) {
+        avx2_ ? avx2::Cbd(t.eta, *t.poly, cbd3_[j]) : portable::Cbd(t.eta, *t.poly, cbd3_[j]);
+        LaneDone(j);
+      }
+      return;
   }
-  t.finished = true;
+}
+
+void LaneScheduler::LaneDone(int j) {
+  Lane& l = lanes_[j];
+  tasks_[l.task].finished = true;
   --remaining_;
   l.phase = kIdle;
   l.task = -1;

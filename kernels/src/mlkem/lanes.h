@@ -40,14 +40,20 @@ class LaneScheduler {
   // A sponge Keccak[rate, suffix] over a[0..a_len) || b[0..b_len) writing out_len bytes to out.
   int AddHash(size_t rate, uint8_t suffix, const uint8_t* a, size_t a_len, const uint8_t* b,
               size_t b_len, uint8_t* out, size_t out_len, bool ready = true);
-  // out = SampleNTT(ρ || b32 || b33) (FIPS 203 Alg. 7). ρ is public: the XOF output is
-  // declassified for the constant-time test before the rejection sampling branches on it.
+  // out = SampleNTT(ρ || b32 || b33) (FIPS 203 Alg. 7); ρ is read when the task starts. ρ is
+  // public: the XOF output is declassified for the constant-time test before the rejection
+  // sampling branches on it.
   int AddSampleNtt(const uint8_t rho[kSymBytes], uint8_t b32, uint8_t b33, Poly* out);
   // out = SamplePolyCBD_eta(PRF_eta(seed, nonce)) (Alg. 8, §4.1); seed is read when the task
   // starts (it may be filled by an earlier task before SetReady).
   int AddCbd(int eta, const uint8_t* seed, uint8_t nonce, Poly* out, bool ready = true);
 
-  void SetReady(int task) { tasks_[task].ready = true; }
+  void SetReady(int task) {
+    if (!tasks_[task].ready) {
+      tasks_[task].ready = true;
+      ++ready_waiting_;
+    }
+  }
   // Streamed input: only the first `avail` bytes of a || b exist yet.
   void SetAvailable(int task, size_t avail) { tasks_[task].avail = avail; }
   bool Finished(int task) const { return tasks_[task].finished; }
@@ -84,39 +90,53 @@ class LaneScheduler {
     Kind kind;
     uint8_t suffix, eta, nonce;
     bool ready, started, finished;
-    uint8_t seed[34];
+    uint8_t seed[2];  // SampleNTT: the index bytes j, i
   };
   enum Phase : uint8_t { kIdle, kAbsorb, kSqueeze };
   struct Lane {
     int task;
     Phase phase;
     size_t absorbed;
-    uint8_t* out;
-    size_t out_len, out_pos;
+    size_t out_pos;  // bytes squeezed so far
   };
 
   static constexpr int kMaxStalledSteps = 1000;
+  // Per-lane squeeze buffer: one SHAKE128 block, rounded up to whole 4-word groups of the AVX2
+  // transpose (words 21..23 of the state land in the tail), which also covers the 8 bytes the
+  // AVX2 rejection and CBD kernels may read past their data.
+  static constexpr size_t kLaneBuf = 192;
   int NewTask(Kind kind, bool ready);
   void StartReady();
   // One permutation of every lane with work; false (nothing done) if no lane can progress.
   bool Step();
   [[noreturn]] static void Deadlock();
-  void XorBlock(int lane, const Task& t, size_t off, size_t n, bool last);
+  // XORs message bytes [off, off + n) of t into lane j (state bytes [0, n)).
+  void XorMessage(int lane, const Task& t, size_t off, size_t n);
+  void XorBytes(int lane, size_t pos, const uint8_t* src, size_t n);
+  // Bytes lane j takes from its next squeezed block.
+  size_t SqueezeNeed(int lane) const;
+  // Consumes the squeezed block in lane_buf_[j] (output copy, rejection sampling, CBD).
+  void Consume(int lane, size_t take);
   void LaneDone(int lane);
 
   // Interleaved states: word i of lane j is st_[i * kLanes + j] (KeccakF1600xN layout).
   alignas(64) uint64_t st_[25 * kLanes];
-  // Per-lane output buffers of SampleNtt (3 blocks + reading slack) and CBD.
-  alignas(64) uint8_t buf_[kLanes][3 * 168 + 32];
-  alignas(64) uint8_t block_[168];
+  // The squeezed bytes of each lane's current block (see kLaneBuf).
+  alignas(64) uint8_t lane_buf_[kLanes][kLaneBuf];
   alignas(64) uint64_t one_[25];  // single-state permutation of one lane
   uint64_t saved_[kLanes][25];    // paused lanes across an x4 permutation
+  // SamplePolyCBD_3 input (192 bytes, two SHAKE256 blocks) + reading slack.
+  alignas(32) uint8_t cbd3_[kLanes][192 + 32];
   Task tasks_[kMaxTasks];
   Lane lanes_[kLanes];
   int num_tasks_ = 0;
   int remaining_ = 0;
   int first_unstarted_ = 0;
+  int ready_waiting_ = 0;  // tasks ready but not started
   bool x4_;
+  bool avx2_;
+  bool used_saved_ = false;  // saved_ / cbd3_ hold secrets to wipe
+  bool used_cbd3_ = false;
 };
 
 }  // namespace pqcd::kernels::mlkem

@@ -1,16 +1,13 @@
 // ML-KEM polynomial arithmetic: the portable kernels, the dispatch to the AVX2 kernels
-// (poly_backend.h), and the multi-lane samplers. See poly.h for the contracts.
+// (poly_backend.h). See poly.h for the contracts.
 #include "mlkem/poly.h"
 
-#include <algorithm>
-
+#include <array>
 #include <cstring>
 
-#include "keccak/keccak_multi.h"
 #include "mlkem/poly_backend.h"
 #include "pqcd/kernels/common.h"
 #include "pqcd/kernels/isa.h"
-#include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::mlkem {
 namespace {
@@ -415,116 +412,6 @@ void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
 }
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
   UseAvx2Kernels() ? avx2::PolyToMessage(m, a) : portable::PolyToMessage(m, a);
-}
-
-// ---- Sampling ---------------------------------------------------------------------------------
-
-// On avx2/avx512, four SHAKE128 (SampleNTT) or SHAKE256 (PRF) streams run side by side on
-// KeccakMulti<4> (x4 YMM); the portable backend runs one sponge at a time. Identical output.
-constexpr size_t kLanes = 4;
-
-void SampleNttMany(const XofSeed* seeds, Poly* out, size_t n) {
-  constexpr size_t kRate = Shake128::kRateBytes;
-  // Three blocks hold 336 candidates (about 273 accepted on average), nearly always enough; when
-  // they are not, all lanes squeeze one more block in lockstep (finished lanes ignore it).
-  constexpr size_t kFirstBlocks = 3;
-  static_assert(kRate % 3 == 0);
-  const bool avx2 = UseAvx2Kernels();
-  if (!avx2) {
-    // Portable backend: one sponge at a time (same output; KeccakMulti's portable path would only
-    // add the cost of interleaving the states).
-    alignas(8) uint8_t one[kFirstBlocks * kRate];
-    for (size_t t = 0; t < n; ++t) {
-      CtPublic(seeds[t].data(), seeds[t].size());
-      Shake128 xof;
-      xof.Absorb(Bytes(seeds[t].data(), seeds[t].size()));
-      xof.Finalize();
-      xof.SqueezeBlocks(one, kFirstBlocks);
-      int ctr = portable::RejectUniform(out[t].c, kN, one, sizeof(one));
-      while (ctr < kN) {
-        xof.SqueezeBlocks(one, 1);
-        ctr += portable::RejectUniform(out[t].c + ctr, kN - ctr, one, kRate);
-      }
-    }
-    return;
-  }
-  // 32 bytes of padding: the AVX2 rejection kernel reads up to 8 bytes past the data.
-  alignas(32) uint8_t buf[kLanes][kFirstBlocks * kRate + 32];
-  for (auto& b : buf) std::memset(b + kFirstBlocks * kRate, 0, 32);
-  for (size_t t0 = 0; t0 < n; t0 += kLanes) {
-    const size_t lanes = std::min(kLanes, n - t0);
-    const uint8_t* in[kLanes] = {};
-    uint8_t* outs[kLanes] = {};
-    int ctr[kLanes] = {};
-    for (size_t j = 0; j < lanes; ++j) {
-      // ρ is public (it is part of ek), so are the XOF outputs and the rejection decisions.
-      CtPublic(seeds[t0 + j].data(), seeds[t0 + j].size());
-      in[j] = seeds[t0 + j].data();
-      outs[j] = buf[j];
-    }
-    KeccakMulti<kLanes> xof(kRate, 0x1f);
-    xof.AbsorbOnce(in, std::tuple_size_v<XofSeed>);
-    xof.SqueezeBlocks(outs, kFirstBlocks);
-    size_t len = kFirstBlocks * kRate;
-    for (;;) {
-      bool done = true;
-      for (size_t j = 0; j < lanes; ++j) {
-        int16_t* c = out[t0 + j].c;
-        if (ctr[j] < kN) {
-          ctr[j] += avx2::RejectUniform(c + ctr[j], kN - ctr[j], buf[j], len);
-        }
-        done = done && ctr[j] == kN;
-      }
-      if (done) break;
-      xof.SqueezeBlocks(outs, 1);
-      len = kRate;
-    }
-  }
-}
-
-void SampleCbdMany(int eta, const uint8_t seed[kSymBytes], uint8_t nonce0, Poly* out, size_t n) {
-  const bool avx2 = UseAvx2Kernels();
-  const size_t bytes = 64 * static_cast<size_t>(eta);
-  if (!avx2) {
-    // Portable backend: one sponge at a time (same output, see SampleNttMany).
-    alignas(8) uint8_t one[64 * 3];
-    uint8_t input[kSymBytes + 1];
-    std::memcpy(input, seed, kSymBytes);
-    Shake256 prf;
-    for (size_t t = 0; t < n; ++t) {
-      input[kSymBytes] = static_cast<uint8_t>(nonce0 + t);
-      prf.Reset();
-      prf.Absorb(Bytes(input, sizeof(input)));
-      prf.Squeeze(MutBytes(one, bytes));
-      portable::Cbd(eta, out[t], one);
-    }
-    SecureZero(one, sizeof(one));
-    SecureZero(input, sizeof(input));
-    return;
-  }
-  // 8 bytes of padding read (never used) by the AVX2 CBD kernel.
-  alignas(32) uint8_t buf[kLanes][64 * 3 + 32] = {};
-  uint8_t nonces[kLanes];
-  for (size_t t0 = 0; t0 < n; t0 += kLanes) {
-    const size_t lanes = std::min(kLanes, n - t0);
-    const uint8_t* in[kLanes] = {};
-    const uint8_t* tail[kLanes] = {};
-    uint8_t* outs[kLanes] = {};
-    for (size_t j = 0; j < lanes; ++j) {
-      // PRF_eta(s, b) = SHAKE256(s || b, 64·eta) (§4.1, eq. 4.3).
-      nonces[j] = static_cast<uint8_t>(nonce0 + t0 + j);
-      in[j] = seed;
-      tail[j] = &nonces[j];
-      outs[j] = buf[j];
-    }
-    KeccakMulti<kLanes> prf(Shake256::kRateBytes, 0x1f);
-    prf.AbsorbOnce2(in, kSymBytes, tail, 1);
-    prf.Squeeze(outs, bytes);
-    for (size_t j = 0; j < lanes; ++j) {
-      avx2::Cbd(eta, out[t0 + j], buf[j]);
-    }
-  }
-  SecureZero(buf, sizeof(buf));
 }
 
 }  // namespace pqcd::kernels::mlkem

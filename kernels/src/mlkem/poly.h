@@ -10,11 +10,10 @@
 // factor. NTT-domain polynomials use the order of FIPS 203 §4.3 (pairs (â[2i], â[2i+1]) are
 // residues mod X^2 - ζ^(2·BitRev7(i)+1)).
 //
-// Secret data: every function except SampleNttMany and DecodeEncapsKeyPoly runs in time
+// Secret data: every function except DecodeEncapsKeyPoly runs in time
 // independent of coefficient values (no data-dependent branch, index or division).
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -90,19 +89,7 @@ void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
 // m = ByteEncode_1(Compress_1(a)) (Alg. 15 step 7), constant time. In: canonical.
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a);
 
-// ---- Sampling ---------------------------------------------------------------------------------
-
-// One seed of SampleNTT: ρ || j || i (34 bytes, FIPS 203 Alg. 13 step 6 / Alg. 14 step 6).
-using XofSeed = std::array<uint8_t, 34>;
-
-// out[t] = SampleNTT(seeds[t]) (Alg. 7) for t < n. A backend may process several seeds at once
-// (multi-lane SHAKE128); results must be identical. Data are public (ρ is part of ek): this
-// function branches on them (rejection sampling) and declassifies them for the constant-time test.
-// Out: canonical.
-void SampleNttMany(const XofSeed* seeds, Poly* out, size_t n);
-
-// out[t] = SamplePolyCBD_eta(PRF_eta(seed, nonce0 + t)) (Alg. 8 with PRF of §4.1) for t < n, eta in
-// {2, 3}. Secret: constant time; internal buffers are zeroized. Out: [-eta, eta].
-void SampleCbdMany(int eta, const uint8_t seed[kSymBytes], uint8_t nonce0, Poly* out, size_t n);
+// Sampling (SampleNTT, SamplePolyCBD) runs inside LaneScheduler (mlkem/lanes.h) on the rejection
+// and CBD kernels of mlkem/poly_backend.h.
 
 }  // namespace pqcd::kernels::mlkem

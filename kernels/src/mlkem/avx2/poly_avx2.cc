@@ -5,7 +5,7 @@
 //    equals the portable (a·b - t·q) >> 16 exactly since both products agree in their low 16 bits.
 //  * Barrett: t = ((a·20159) >> 16 + 2^9) >> 10 (vpmulhw, vpmulhrsw by 2^5) equals the portable
 //    (20159·a + 2^25) >> 26.
-//  * Compress: the portable multiply-shift ((x << (D+1)) + q)·M >> 38 in 64-bit lanes (vpmuludq).
+//  * Compress: a 16-bit multiply-high estimate corrected by one comparison (Compress16 below).
 // Constant time: no branch or index on coefficient data, except in RejectUniform (public XOF
 // output of the public seed ρ: its shuffle-table index is the public rejection mask).
 //
@@ -13,6 +13,7 @@
 // function or template is shared with a baseline translation unit.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -27,7 +28,6 @@ constexpr int16_t kQInv16 = -3327;  // q^-1 mod 2^16
 constexpr int16_t kBarrettV = 20159;
 constexpr int16_t kRSquared = 1353;
 constexpr int16_t kInvNttScale = 1441;
-constexpr uint64_t kCompressMul = ((uint64_t{1} << 38) + 2 * kQ32 - 1) / (2 * kQ32);
 
 // ---- Compile-time tables (consteval: nothing emitted at run time) -----------------------------
 
@@ -129,12 +129,12 @@ struct UnpackTable {
   uint8_t shuffle[32];
   uint32_t shift[8];
 };
-consteval UnpackTable MakeUnpack(int d) {
+consteval UnpackTable MakeUnpack(int d, int adj = 0) {
   UnpackTable t{};
   for (int i = 0; i < 8; ++i) {
     const int s = i * d / 8;
     for (int b = 0; b < 4; ++b) {
-      const int src = s + b;
+      const int src = s + b + adj;
       // Lane-relative index (both lanes hold the same 16 bytes).
       t.shuffle[4 * i + b] = src < 16 ? static_cast<uint8_t>(src) : 0x80;
     }
@@ -147,6 +147,12 @@ alignas(32) constexpr UnpackTable kUnpack5 = MakeUnpack(5);
 alignas(32) constexpr UnpackTable kUnpack10 = MakeUnpack(10);
 alignas(32) constexpr UnpackTable kUnpack11 = MakeUnpack(11);
 alignas(32) constexpr UnpackTable kUnpack12 = MakeUnpack(12);
+// The same for a 16-byte window that ends at the D-th byte (Unpack8End).
+alignas(32) constexpr UnpackTable kUnpack4End = MakeUnpack(4, 12);
+alignas(32) constexpr UnpackTable kUnpack5End = MakeUnpack(5, 11);
+alignas(32) constexpr UnpackTable kUnpack10End = MakeUnpack(10, 6);
+alignas(32) constexpr UnpackTable kUnpack11End = MakeUnpack(11, 5);
+alignas(32) constexpr UnpackTable kUnpack12End = MakeUnpack(12, 4);
 
 // ---- Vector helpers ---------------------------------------------------------------------------
 
@@ -216,24 +222,35 @@ PQCD_INLINE __m256i TableVec(const int16_t (&t)[16]) {
 
 // ---- NTT --------------------------------------------------------------------------------------
 
+// Layers are merged to keep data in registers; every coefficient still goes through the same
+// butterflies in the same order as in the portable code (bit-identical results).
+namespace {
+PQCD_INLINE __m256i Zeta(int k) {
+  return _mm256_set1_epi16(kT.zetas[k]);
+}
+PQCD_INLINE __m256i ZetaQ(int k) {
+  return _mm256_set1_epi16(kT.zetas_qinv[k]);
+}
+}  // namespace
+
 void PolyNtt(Poly& p) {
   int16_t* c = p.c;
-  int k = 1;
-  for (int len = 128; len >= 16; len >>= 1) {
-    for (int start = 0; start < kN; start += 2 * len) {
-      const __m256i z = _mm256_set1_epi16(kT.zetas[k]);
-      const __m256i zq = _mm256_set1_epi16(kT.zetas_qinv[k]);
-      ++k;
-      for (int j = start; j < start + len; j += 16) {
-        __m256i a = Load(c + j), b = Load(c + j + len);
-        FwdButterfly(a, b, z, zq);
-        Store(c + j, a);
-        Store(c + j + len, b);
-      }
-    }
+  // Layers len = 128, 64, 32 on the eight vectors c[o + 32·i], o in {0, 16}.
+  for (int o = 0; o < 32; o += 16) {
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(c + o + 32 * i);
+    for (int i = 0; i < 4; ++i) FwdButterfly(v[i], v[i + 4], Zeta(1), ZetaQ(1));
+    FwdButterfly(v[0], v[2], Zeta(2), ZetaQ(2));
+    FwdButterfly(v[1], v[3], Zeta(2), ZetaQ(2));
+    FwdButterfly(v[4], v[6], Zeta(3), ZetaQ(3));
+    FwdButterfly(v[5], v[7], Zeta(3), ZetaQ(3));
+    for (int i = 0; i < 4; ++i) FwdButterfly(v[2 * i], v[2 * i + 1], Zeta(4 + i), ZetaQ(4 + i));
+    for (int i = 0; i < 8; ++i) Store(c + o + 32 * i, v[i]);
   }
+  // Layer 16, then 8, 4, 2 inside each 32-coefficient group.
   for (int g = 0; g < 8; ++g) {
     __m256i a = Load(c + 32 * g), b = Load(c + 32 * g + 16), x, y;
+    FwdButterfly(a, b, Zeta(8 + g), ZetaQ(8 + g));
     Split8(a, b, x, y);
     FwdButterfly(x, y, TableVec(kT.fwd[0][g]), TableVec(kT.fwd_qinv[0][g]));
     Split8(x, y, a, b);
@@ -250,6 +267,7 @@ void PolyNtt(Poly& p) {
 
 void PolyInvNttTimesR(Poly& p) {
   int16_t* c = p.c;
+  // Layers len = 2, 4, 8 inside each 32-coefficient group, then 16.
   for (int g = 0; g < 8; ++g) {
     __m256i a = Load(c + 32 * g), b = Load(c + 32 * g + 16), x, y;
     Split2(a, b, x, y);
@@ -261,26 +279,24 @@ void PolyInvNttTimesR(Poly& p) {
     Split8(a, b, x, y);
     InvButterfly(x, y, TableVec(kT.inv[0][g]), TableVec(kT.inv_qinv[0][g]));
     Split8(x, y, a, b);
+    InvButterfly(a, b, Zeta(15 - g), ZetaQ(15 - g));
     Store(c + 32 * g, a);
     Store(c + 32 * g + 16, b);
   }
-  int k = 15;  // after the 64 + 32 + 16 zetas of layers 2, 4, 8
-  for (int len = 16; len <= 128; len <<= 1) {
-    for (int start = 0; start < kN; start += 2 * len) {
-      const __m256i z = _mm256_set1_epi16(kT.zetas[k]);
-      const __m256i zq = _mm256_set1_epi16(kT.zetas_qinv[k]);
-      --k;
-      for (int j = start; j < start + len; j += 16) {
-        __m256i a = Load(c + j), b = Load(c + j + len);
-        InvButterfly(a, b, z, zq);
-        Store(c + j, a);
-        Store(c + j + len, b);
-      }
-    }
-  }
+  // Layers len = 32, 64, 128 on the eight vectors c[o + 32·i], then the final scaling.
   const __m256i s = _mm256_set1_epi16(kInvNttScale);
   const __m256i sq = _mm256_set1_epi16(TimesQInv(kInvNttScale));
-  for (int i = 0; i < kN; i += 16) Store(c + i, FqMul(Load(c + i), s, sq));
+  for (int o = 0; o < 32; o += 16) {
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(c + o + 32 * i);
+    for (int i = 0; i < 4; ++i) InvButterfly(v[2 * i], v[2 * i + 1], Zeta(7 - i), ZetaQ(7 - i));
+    InvButterfly(v[0], v[2], Zeta(3), ZetaQ(3));
+    InvButterfly(v[1], v[3], Zeta(3), ZetaQ(3));
+    InvButterfly(v[4], v[6], Zeta(2), ZetaQ(2));
+    InvButterfly(v[5], v[7], Zeta(2), ZetaQ(2));
+    for (int i = 0; i < 4; ++i) InvButterfly(v[i], v[i + 4], Zeta(1), ZetaQ(1));
+    for (int i = 0; i < 8; ++i) Store(c + o + 32 * i, FqMul(v[i], s, sq));
+  }
 }
 
 void PolyMulCacheCompute(PolyMulCache& cache, const Poly& b) {
@@ -292,7 +308,10 @@ void PolyMulCacheCompute(PolyMulCache& cache, const Poly& b) {
   }
 }
 
-void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache, int k) {
+namespace {
+template <int K>
+void BasemulAccK(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache) {
+  const int k = K;
   const __m256i swap = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3,
                                         0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
   const __m256i qinv = _mm256_set1_epi16(kQInv16);
@@ -318,6 +337,20 @@ void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache*
     Store(out.c + i, _mm256_blend_epi16(r0, _mm256_slli_epi32(r1, 16), 0xAA));
   }
 }
+}  // namespace
+
+void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache, int k) {
+  switch (k) {
+    case 1:
+      return BasemulAccK<1>(out, a, b, cache);
+    case 2:
+      return BasemulAccK<2>(out, a, b, cache);
+    case 3:
+      return BasemulAccK<3>(out, a, b, cache);
+    default:
+      return BasemulAccK<4>(out, a, b, cache);
+  }
+}
 
 void PolyToMont(Poly& a) {
   const __m256i z = _mm256_set1_epi16(kRSquared);
@@ -341,10 +374,11 @@ void PolyReduceCanonical(Poly& a) {
 
 namespace {
 
-// Packs 16 values of D bits (D <= 12, 16-bit lanes) into 2·D bytes at out; writes 16 + D bytes
-// (the tail is garbage that the next call or the caller's padding absorbs).
+// Packs 16 values of D bits (D <= 12, 16-bit lanes) into the 2·D bytes at out. Fast form: writes
+// 16 + D bytes (the tail is overwritten by the next group); exact form (the last groups of a
+// polynomial): writes exactly 2·D bytes.
 template <int D>
-PQCD_INLINE void Pack16(uint8_t* out, __m256i v) {
+PQCD_INLINE __m256i PackLanes(__m256i v) {
   // Pairs -> 2D bits per dword, dword pairs -> 4D bits per qword.
   v = _mm256_madd_epi16(v, _mm256_set1_epi32((1 << D) << 16 | 1));
   const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
@@ -354,9 +388,40 @@ PQCD_INLINE void Pack16(uint8_t* out, __m256i v) {
   const __m256i low_q = _mm256_setr_epi64x(-1, 0, -1, 0);
   const __m256i q1_low = _mm256_slli_epi64(_mm256_bsrli_epi128(v, 8), 4 * D);
   const __m256i q1_high = _mm256_srli_epi64(_mm256_andnot_si256(low_q, v), 64 - 4 * D);
-  v = _mm256_or_si256(_mm256_and_si256(v, low_q), _mm256_or_si256(q1_low, q1_high));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(v));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + D), _mm256_extracti128_si256(v, 1));
+  return _mm256_or_si256(_mm256_and_si256(v, low_q), _mm256_or_si256(q1_low, q1_high));
+}
+// Stores the low N bytes of v.
+template <int N>
+PQCD_INLINE void StoreLow(uint8_t* p, __m128i v) {
+  static_assert(N > 0 && N <= 16);
+  if constexpr (N >= 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v);
+    if constexpr (N > 8) StoreLow<N - 8>(p + 8, _mm_srli_si128(v, 8));
+  } else if constexpr (N >= 4) {
+    const uint32_t w = static_cast<uint32_t>(_mm_cvtsi128_si32(v));
+    std::memcpy(p, &w, 4);
+    if constexpr (N > 4) StoreLow<N - 4>(p + 4, _mm_srli_si128(v, 4));
+  } else if constexpr (N >= 2) {
+    const uint16_t w = static_cast<uint16_t>(_mm_cvtsi128_si32(v));
+    std::memcpy(p, &w, 2);
+    if constexpr (N > 2) StoreLow<N - 2>(p + 2, _mm_srli_si128(v, 2));
+  } else {
+    *p = static_cast<uint8_t>(_mm_cvtsi128_si32(v));
+  }
+}
+// Group g (coefficients 16g..16g+15) of a polynomial packed at out (32·D bytes): fast stores
+// while they stay inside the 32·D bytes, exact ones for the last groups.
+template <int D>
+PQCD_INLINE void PackGroup(uint8_t* out, int g, __m256i v) {
+  v = PackLanes<D>(v);
+  uint8_t* p = out + 2 * D * g;
+  if (2 * D * g + D + 16 <= 32 * D) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + D), _mm256_extracti128_si256(v, 1));
+  } else {
+    StoreLow<D>(p, _mm256_castsi256_si128(v));
+    StoreLow<D>(p + D, _mm256_extracti128_si256(v, 1));
+  }
 }
 
 // 8 values of D bits from in[0..D) (reads 16 bytes) into the 8 dwords of the result.
@@ -367,6 +432,18 @@ PQCD_INLINE __m256i Unpack8(const uint8_t* in, const UnpackTable& t) {
   __m256i v = _mm256_shuffle_epi8(bytes, LoadU(t.shuffle));
   v = _mm256_srlv_epi32(v, LoadU(t.shift));
   return _mm256_and_si256(v, _mm256_set1_epi32((1 << D) - 1));
+}
+// As Unpack8, reading the 16 bytes that end at in + D (for the last values of a buffer); t_end is
+// the table with every index moved up by 16 - D.
+template <int D>
+PQCD_INLINE __m256i Unpack8End(const uint8_t* in, const UnpackTable& t_end) {
+  return Unpack8<D>(in + D - 16, t_end);
+}
+// Values 8k..8k+7 of a buffer of 32·D bytes, never reading outside it.
+template <int D>
+PQCD_INLINE __m256i Unpack8At(const uint8_t* in, int k, const UnpackTable& t,
+                              const UnpackTable& t_end) {
+  return D * k + 16 <= 32 * D ? Unpack8<D>(in + D * k, t) : Unpack8End<D>(in + D * k, t_end);
 }
 // Two dword vectors (values 0..7 and 8..15) to one vector of 16 int16 in order.
 PQCD_INLINE __m256i Pack32To16(__m256i lo, __m256i hi) {
@@ -381,83 +458,80 @@ constexpr const UnpackTable& UnpackFor() {
   if constexpr (D == 11) return kUnpack11;
   if constexpr (D == 12) return kUnpack12;
 }
-
-// Compress_D on 8 canonical values in dwords: ((x << (D+1)) + q)·M >> 38, as the portable code.
 template <int D>
-PQCD_INLINE __m256i Compress8(__m256i x) {
-  const __m256i n = _mm256_add_epi32(_mm256_slli_epi32(x, D + 1), _mm256_set1_epi32(kQ));
-  const __m256i m = _mm256_set1_epi64x(static_cast<int64_t>(kCompressMul));
-  const __m256i ev = _mm256_srli_epi64(_mm256_mul_epu32(n, m), 38);
-  const __m256i od = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(n, 32), m), 38);
-  return _mm256_and_si256(_mm256_or_si256(ev, _mm256_slli_epi64(od, 32)),
-                          _mm256_set1_epi32((1 << D) - 1));
+constexpr const UnpackTable& UnpackEndFor() {
+  if constexpr (D == 4) return kUnpack4End;
+  if constexpr (D == 5) return kUnpack5End;
+  if constexpr (D == 10) return kUnpack10End;
+  if constexpr (D == 11) return kUnpack11End;
+  if constexpr (D == 12) return kUnpack12End;
 }
 
+// Compress_D(x) = round(2^D·x / q) mod 2^D on 16 canonical values, in 16-bit lanes. With
+// V = round(2^(16+D) / q), y0 = (x·V) >> 16 is within 1 of floor(2^D·x / q): |x·V/2^16 - 2^D·x/q|
+// <= 3328·0.5/2^16 < 0.03, so y0 is floor(2^D·x/q) - 1 only when the fraction is below 0.03 and
+// floor + 1 only when it is above 0.97. The remainder r = 2^D·x - y0·q (exact in int16, computed
+// mod 2^16) then lies in (-0.03q, 1.03q) and round(2^D·x/q) = y0 + [r > (q-1)/2]. Equals the
+// portable multiply-shift exactly (checked on every x in [0, q) by the differential test).
+template <int D>
+PQCD_INLINE __m256i Compress16(__m256i x) {
+  constexpr int kV = static_cast<int>(((int64_t{1} << (16 + D)) + kQ32 / 2) / kQ32);
+  static_assert(kV < 65536);
+  const __m256i y0 = _mm256_mulhi_epu16(x, _mm256_set1_epi16(static_cast<int16_t>(kV)));
+  const __m256i r =
+      _mm256_sub_epi16(_mm256_slli_epi16(x, D), _mm256_mullo_epi16(y0, _mm256_set1_epi16(kQ)));
+  const __m256i up = _mm256_cmpgt_epi16(r, _mm256_set1_epi16((kQ - 1) / 2));  // -1 or 0
+  return _mm256_and_si256(_mm256_sub_epi16(y0, up), _mm256_set1_epi16((1 << D) - 1));
+}
+
+// Written straight to out (no staging buffer): the compressed values are the ciphertext in
+// Encaps; in the re-encryption of Decaps they are written to the caller's (wiped) buffer.
 template <int D>
 void CompressEncodeD(uint8_t* out, const Poly& a) {
-  alignas(32) uint8_t buf[32 * D + 32];
-  for (int i = 0; i < kN; i += 16) {
-    const __m256i v = Load(a.c + i);
-    const __m256i lo = Compress8<D>(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)));
-    const __m256i hi = Compress8<D>(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
-    Pack16<D>(buf + 2 * D * (i / 16), Pack32To16(lo, hi));
-  }
-  std::memcpy(out, buf, 32 * D);
-  // The compressed values are the ciphertext (public) in Encaps, but secret-dependent in the
-  // re-encryption of Decaps: wipe.
-  SecureZero(buf, sizeof(buf));
+  for (int g = 0; g < kN / 16; ++g) PackGroup<D>(out, g, Compress16<D>(Load(a.c + 16 * g)));
 }
 
+// Reads exactly 32·D bytes.
 template <int D>
 void DecodeDecompressD(Poly& a, const uint8_t* in) {
-  alignas(32) uint8_t buf[32 * D + 32] = {};
-  std::memcpy(buf, in, 32 * D);
   const UnpackTable& t = UnpackFor<D>();
+  const UnpackTable& te = UnpackEndFor<D>();
   const __m256i q = _mm256_set1_epi32(kQ);  // (q, 0) pairs for vpmaddwd
   const __m256i half = _mm256_set1_epi32(1 << (D - 1));
-  for (int i = 0; i < kN; i += 16) {
-    const uint8_t* p = buf + 2 * D * (i / 16);
-    __m256i lo = Unpack8<D>(p, t), hi = Unpack8<D>(p + D, t);
+  for (int g = 0; g < kN / 16; ++g) {
+    __m256i lo = Unpack8At<D>(in, 2 * g, t, te), hi = Unpack8At<D>(in, 2 * g + 1, t, te);
     lo = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, q), half), D);
     hi = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(hi, q), half), D);
-    Store(a.c + i, Pack32To16(lo, hi));
+    Store(a.c + 16 * g, Pack32To16(lo, hi));
   }
 }
 
-// 16 raw 12-bit values (in order) from 24 bytes at p.
-PQCD_INLINE __m256i Unpack12x16(const uint8_t* p) {
-  return Pack32To16(Unpack8<12>(p, kUnpack12), Unpack8<12>(p + 12, kUnpack12));
+// 16 raw 12-bit values (group g, in order) of a 384-byte encoding, reading only inside it.
+PQCD_INLINE __m256i Unpack12x16(const uint8_t* in, int g) {
+  return Pack32To16(Unpack8At<12>(in, 2 * g, kUnpack12, kUnpack12End),
+                    Unpack8At<12>(in, 2 * g + 1, kUnpack12, kUnpack12End));
 }
 
 }  // namespace
 
 void PolyEncode12(uint8_t out[kPolyBytes], const Poly& a) {
-  alignas(32) uint8_t buf[kPolyBytes + 32];
-  for (int i = 0; i < kN; i += 16) Pack16<12>(buf + 24 * (i / 16), Load(a.c + i));
-  std::memcpy(out, buf, kPolyBytes);
-  SecureZero(buf, sizeof(buf));  // ŝ is encoded here too
+  for (int g = 0; g < kN / 16; ++g) PackGroup<12>(out, g, Load(a.c + 16 * g));
 }
 
 void PolyDecode12(Poly& a, const uint8_t in[kPolyBytes]) {
-  alignas(32) uint8_t buf[kPolyBytes + 32] = {};
-  std::memcpy(buf, in, kPolyBytes);
   const __m256i q = _mm256_set1_epi16(kQ);
-  for (int i = 0; i < kN; i += 16) {
-    const __m256i v = Unpack12x16(buf + 24 * (i / 16));
-    Store(a.c + i, CondAddQ(_mm256_sub_epi16(v, q)));
+  for (int g = 0; g < kN / 16; ++g) {
+    Store(a.c + 16 * g, CondAddQ(_mm256_sub_epi16(Unpack12x16(in, g), q)));
   }
-  SecureZero(buf, sizeof(buf));
 }
 
 bool DecodeEncapsKeyPoly(Poly& a, const uint8_t in[kPolyBytes]) {
-  alignas(32) uint8_t buf[kPolyBytes + 32] = {};
-  std::memcpy(buf, in, kPolyBytes);
   const __m256i qm1 = _mm256_set1_epi16(kQ - 1);
   __m256i bad = _mm256_setzero_si256();
-  for (int i = 0; i < kN; i += 16) {
-    const __m256i v = Unpack12x16(buf + 24 * (i / 16));
+  for (int g = 0; g < kN / 16; ++g) {
+    const __m256i v = Unpack12x16(in, g);
     bad = _mm256_or_si256(bad, _mm256_cmpgt_epi16(v, qm1));
-    Store(a.c + i, v);
+    Store(a.c + 16 * g, v);
   }
   return _mm256_testz_si256(bad, bad) != 0;
 }
@@ -526,7 +600,7 @@ int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
   const __m256i q = _mm256_set1_epi16(kQ);
   int ctr = 0;
   size_t pos = 0;
-  while (pos + 24 <= len && ctr + 16 <= wanted) {
+  while (pos + 24 <= len && ctr < wanted) {
     const __m256i raw = _mm256_permute4x64_epi64(LoadU(buf + pos), 0x94);
     const __m256i w = _mm256_shuffle_epi8(raw, idx);
     const __m256i v =
@@ -538,14 +612,24 @@ int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
     const __m128i lo =
         _mm_shuffle_epi8(_mm256_castsi256_si128(v),
                          _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact[m0].data())));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr), lo);
-    ctr += _mm_popcnt_u32(m0);
     const __m128i hi =
         _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1),
                          _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact[m1].data())));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr), hi);
-    ctr += _mm_popcnt_u32(m1);
+    const int n0 = _mm_popcnt_u32(m0), n1 = _mm_popcnt_u32(m1);
     pos += 24;
+    if (ctr + 16 <= wanted) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr + n0), hi);
+      ctr += n0 + n1;
+    } else {
+      // Last group: keep only the first wanted - ctr accepted values (Alg. 7 stops there).
+      int16_t tmp[24];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp + n0), hi);
+      const int take = std::min(n0 + n1, wanted - ctr);
+      std::memcpy(out + ctr, tmp, sizeof(int16_t) * static_cast<size_t>(take));
+      ctr += take;
+    }
   }
   // Scalar tail (Alg. 7 steps 5-13), stopping exactly where the portable code stops.
   for (; pos + 3 <= len && ctr < wanted; pos += 3) {
