@@ -350,6 +350,10 @@ TEST_F(MlDsaAvx2, Packing) {
       {"eta4", -4, 4, 128, [](uint8_t* o, const Poly& a) { PackEta<4>(o, a); }},
       {"w1 (6 bits)", 0, 43, 192, [](uint8_t* o, const Poly& a) { PackW1<kG2Small>(o, a); }},
       {"w1 (4 bits)", 0, 15, 128, [](uint8_t* o, const Poly& a) { PackW1<kG2Large>(o, a); }},
+      {"z (gamma1 2^19)", -(1 << 19) + 1, 1 << 19, 640,
+       [](uint8_t* o, const Poly& a) { PackZ<19>(o, a); }},
+      {"z (gamma1 2^17)", -(1 << 17) + 1, 1 << 17, 576,
+       [](uint8_t* o, const Poly& a) { PackZ<17>(o, a); }},
   };
   uint64_t s = 22;
   for (const Case& c : cases) {
@@ -507,6 +511,66 @@ TEST_F(MlDsaAvx2, EtaAndMaskSampling) {
           return 0;
         },
         count));
+  }
+}
+
+// A challenge-like polynomial: `weight` coefficients in {-1, +1} at distinct positions. Edge
+// patterns: all +1, all -1, and the positions 0 and 255 taken (weights >= 2).
+Poly MakeChallenge(uint64_t& s, int index, int weight) {
+  Poly c{};
+  int placed = 0;
+  if (index < 3 && weight >= 2) {
+    c.coeffs[0] = index == 1 ? -1 : 1;
+    c.coeffs[kN - 1] = index == 1 ? -1 : 1;
+    placed = 2;
+  }
+  while (placed < weight) {
+    const int j = static_cast<int>(SplitMix(s) % kN);
+    if (c.coeffs[j] != 0) continue;
+    const int32_t sign = index == 0 ? 1 : index == 1 ? -1 : (SplitMix(s) & 1 ? 1 : -1);
+    c.coeffs[j] = sign;
+    ++placed;
+  }
+  return c;
+}
+
+// Sparse products c s (s in [-eta, eta], 16-bit path) and c t0 (t0 in (-2^12, 2^12], 32-bit
+// path) for tau = 39, 49, 60 and the edge weights 0, 1 and 64.
+TEST_F(MlDsaAvx2, SparseMul) {
+  uint64_t s = 22;
+  const int weights[] = {39, 49, 60, 64, 1, 0};
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    const int weight = weights[n % 6];
+    const int eta = n % 2 ? 2 : 4;
+    const Poly c = MakeChallenge(s, n % 4, weight);
+    const Poly small = MakePoly(s, n, -eta, eta);
+    const Poly large = MakePoly(s, n, -(1 << 12) + 1, 1 << 12);
+    // MakeSparseChallenge on both backends: the position lists must agree.
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          SparseChallenge lists;
+          MakeSparseChallenge(lists, c);
+          for (int t = 0; t < 64; ++t) out[0].coeffs[t] = t < lists.n ? lists.pos[t] : -1;
+          for (int t = 64; t < kN; ++t) out[0].coeffs[t] = 0;
+          return int64_t{lists.n_plus} << 8 | lists.n;
+        },
+        1))
+        << "challenge #" << n;
+    SparseChallenge ch;
+    MakeSparseChallenge(ch, c);
+    ASSERT_EQ(ch.n, weight);
+    int16_t ext16[2 * kN];
+    int32_t ext32[2 * kN];
+    ExtendSmall(ext16, small);
+    ExtendLarge(ext32, large);
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          SparseMulSmall(out[0], ext16, ch);
+          SparseMulLarge(out[1], ext32, ch);
+          return 0;
+        },
+        2))
+        << "input #" << n << " weight " << weight;
   }
 }
 

@@ -7,8 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#include "common/test_support.h"
 // Internal header of pqcd_mldsa (not on the public include path).
 #include "mldsa/poly.h"
+#include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
@@ -225,6 +227,54 @@ TEST(MlDsaPoly, NttMultiplicationMatchesSchoolbook) {
     const Poly want = Schoolbook(a, b);
     for (int i = 0; i < kN; ++i) {
       ASSERT_EQ(got.coeffs[i], want.coeffs[i]) << "round " << round << " index " << i;
+    }
+  }
+}
+
+// The sparse challenge products equal exact (integer, negacyclic) schoolbook products, on every
+// backend: c with tau = 39 / 49 / 60 nonzero +-1 coefficients, s in [-eta, eta], t0 in
+// (-2^12, 2^12].
+TEST(MlDsaPoly, SparseMulMatchesSchoolbook) {
+  pqcd::testing::ScopedIsa restore;
+  for (Isa isa : pqcd::testing::SupportedIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    uint64_t seed = 7;
+    for (int round = 0; round < 60; ++round) {
+      const int tau = round % 3 == 0 ? 39 : round % 3 == 1 ? 49 : 60;
+      const int eta = round % 2 ? 2 : 4;
+      Poly c{}, s, t;
+      for (int placed = 0; placed < tau;) {
+        const int j = static_cast<int>(SplitMix(seed) % kN);
+        if (c.coeffs[j] != 0) continue;
+        c.coeffs[j] = (SplitMix(seed) & 1) ? 1 : -1;
+        ++placed;
+      }
+      for (int i = 0; i < kN; ++i) {
+        s.coeffs[i] = round == 0 ? eta : static_cast<int32_t>(SplitMix(seed) % (2 * eta + 1)) - eta;
+        t.coeffs[i] = round == 0 ? (1 << 12) : static_cast<int32_t>(SplitMix(seed) % 8191) - 4095;
+      }
+      SparseChallenge ch;
+      MakeSparseChallenge(ch, c);
+      ASSERT_EQ(ch.n, tau);
+      int16_t ext16[2 * kN];
+      int32_t ext32[2 * kN];
+      ExtendSmall(ext16, s);
+      ExtendLarge(ext32, t);
+      Poly cs, ct;
+      SparseMulSmall(cs, ext16, ch);
+      SparseMulLarge(ct, ext32, ch);
+      int64_t want_s[kN] = {}, want_t[kN] = {};
+      for (int i = 0; i < kN; ++i) {
+        for (int j = 0; j < kN; ++j) {
+          const int sign = i + j < kN ? 1 : -1;
+          want_s[(i + j) % kN] += sign * c.coeffs[i] * s.coeffs[j];
+          want_t[(i + j) % kN] += sign * c.coeffs[i] * t.coeffs[j];
+        }
+      }
+      for (int i = 0; i < kN; ++i) {
+        ASSERT_EQ(cs.coeffs[i], want_s[i]) << IsaName(isa) << " round " << round << " index " << i;
+        ASSERT_EQ(ct.coeffs[i], want_t[i]) << IsaName(isa) << " round " << round << " index " << i;
+      }
     }
   }
 }

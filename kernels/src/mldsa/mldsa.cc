@@ -3,7 +3,8 @@
 //
 // Constant-time notes:
 //  * Secret polynomials (s1, s2, t0, y, w, c s1, c s2, c t0, z and the hint before acceptance)
-//    only go through the branch-free kernels of poly.h.
+//    only go through the branch-free kernels of poly.h. The products c s1, c s2, c t0 are exact
+//    sums of shifted copies (mldsa::SparseMul*): the positions read depend on the public c only.
 //  * The signing loop branches on its rejection decisions; they are declassified with CtPublic()
 //    first (FIPS 204 §3.6.3: rejected attempts leak only that they were rejected). The commitment
 //    hash c~ is declassified before SampleInBall: it is the public challenge once accepted, and a
@@ -309,21 +310,23 @@ struct Impl {
   static_assert(kSig == kCTildeBytes + L * kZBytes + kOmega + K);
   static_assert(K * L <= 256 && kMaxSignAttempts * L < 65536, "nonces fit in 16 bits");
 
-  // The signer's view of a private key: everything in the NTT domain, plus A-hat. The public
-  // members come first: WipeSecrets() wipes from s1_hat on (A-hat is 2/3 of the struct).
+  // The signer's view of a private key: A-hat, and s1, s2, t0 as negacyclic extensions for the
+  // exact sparse products with c (mldsa::SparseMul*; no NTT needed). The public members come
+  // first: WipeSecrets() wipes from s1_ext on (A-hat is most of the struct).
   struct alignas(64) SigningKey {
     Poly a[K][L];  // A-hat (public, from rho)
-    PolyVec<L> s1_hat;
-    PolyVec<K> s2_hat;
-    PolyVec<K> t0_hat;
+    alignas(64) int32_t t0_ext[K][2 * kN];
+    int16_t s1_ext[L][2 * kN];
+    int16_t s2_ext[K][2 * kN];
     uint8_t rho[32];
     uint8_t key[32];
     uint8_t tr[64];
   };
-  static WipeOnExit WipeSecrets(SigningKey& key) { return WipeFrom(key, key.s1_hat); }
+  static WipeOnExit WipeSecrets(SigningKey& key) { return WipeFrom(key, key.t0_ext); }
 
   // ExpandA (Alg. 32): A[r][s] = RejNTTPoly(rho || s || r).
-  static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32]) {
+  // rider (optional): a hash that rides along ExpandA's permutations (tr = H(pk) in verification).
+  static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32], KeccakRider* rider = nullptr) {
     Poly* out[K * L];
     uint16_t nonces[K * L];
     for (int r = 0; r < K; ++r) {
@@ -332,7 +335,7 @@ struct Impl {
         nonces[r * L + s] = static_cast<uint16_t>(r << 8 | s);
       }
     }
-    mldsa::SampleUniformPolys(out, rho, nonces, K * L);
+    mldsa::SampleUniformPolys(out, rho, nonces, K * L, rider);
   }
 
   // ExpandS (Alg. 33): s1[r] = RejBoundedPoly(rho' || r), s2[r] = RejBoundedPoly(rho' || r + l).
@@ -368,13 +371,14 @@ struct Impl {
   struct alignas(64) KeyGenScratch {
     PolyVec<K> t1;       // public: not wiped
     uint8_t seeds[128];  // rho || rho' || K; wiped from here on
+    PolyVec<L> s1_hat;
     PolyVec<L> s1;
     PolyVec<K> s2;
     PolyVec<K> t;  // then t0
   };
 
-  // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, s1-hat, rho, K, tr) and, when
-  // sk != nullptr, skEncode into sk; with want_signing_key also s2-hat and t0-hat.
+  // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, rho, K, tr) and, when
+  // sk != nullptr, skEncode into sk; with want_signing_key also the s1, s2, t0 extensions.
   static constexpr uint8_t kKL[2] = {static_cast<uint8_t>(K), static_cast<uint8_t>(L)};
 
   static void KeyGenCore(const uint8_t xi[32], uint8_t* pk, uint8_t* sk, SigningKey& key,
@@ -406,12 +410,12 @@ struct Impl {
     ExpandS(ws.s1, ws.s2, rho_prime);
 
     for (int j = 0; j < L; ++j) {
-      key.s1_hat[j] = ws.s1[j];
-      mldsa::Ntt(key.s1_hat[j]);  // |s1| <= eta < q
+      ws.s1_hat[j] = ws.s1[j];
+      mldsa::Ntt(ws.s1_hat[j]);  // |s1| <= eta < q
     }
     for (int i = 0; i < K; ++i) {
       // t = InvNTT(A-hat * NTT(s1)) + s2
-      mldsa::PointwiseAccMontgomery(ws.t[i], key.a[i], key.s1_hat.data(), L);
+      mldsa::PointwiseAccMontgomery(ws.t[i], key.a[i], ws.s1_hat.data(), L);
       mldsa::InvNttToMont(ws.t[i]);            // |.| < q
       mldsa::Add(ws.t[i], ws.t[i], ws.s2[i]);  // |.| < q + eta
       mldsa::Reduce32(ws.t[i]);
@@ -436,11 +440,10 @@ struct Impl {
       for (int i = 0; i < K; ++i, p += kT0Bytes) mldsa::PackT0(p, ws.t[i]);
     }
     if (want_signing_key) {
+      for (int j = 0; j < L; ++j) mldsa::ExtendSmall(key.s1_ext[j], ws.s1[j]);
       for (int i = 0; i < K; ++i) {
-        key.s2_hat[i] = ws.s2[i];
-        mldsa::Ntt(key.s2_hat[i]);
-        key.t0_hat[i] = ws.t[i];  // t0, |t0| <= 2^12
-        mldsa::Ntt(key.t0_hat[i]);
+        mldsa::ExtendSmall(key.s2_ext[i], ws.s2[i]);
+        mldsa::ExtendLarge(key.t0_ext[i], ws.t[i]);  // t0, |t0| <= 2^12
       }
     }
   }
@@ -452,18 +455,20 @@ struct Impl {
     std::memcpy(key.tr, sk + 64, 64);
     const uint8_t* p = sk + 128;
     uint32_t bad = 0;
+    Poly tmp;  // secret, wiped below
     for (int j = 0; j < L; ++j, p += kEtaBytes) {
-      bad |= mldsa::UnpackEta<kEta>(key.s1_hat[j], p);
-      mldsa::Ntt(key.s1_hat[j]);  // decoded range [eta - 7 or -11, eta]: |.| < q
+      bad |= mldsa::UnpackEta<kEta>(tmp, p);  // decoded range [eta - 7 or -11, eta]
+      mldsa::ExtendSmall(key.s1_ext[j], tmp);
     }
     for (int i = 0; i < K; ++i, p += kEtaBytes) {
-      bad |= mldsa::UnpackEta<kEta>(key.s2_hat[i], p);
-      mldsa::Ntt(key.s2_hat[i]);
+      bad |= mldsa::UnpackEta<kEta>(tmp, p);
+      mldsa::ExtendSmall(key.s2_ext[i], tmp);
     }
     for (int i = 0; i < K; ++i, p += kT0Bytes) {
-      mldsa::UnpackT0(key.t0_hat[i], p);
-      mldsa::Ntt(key.t0_hat[i]);
+      mldsa::UnpackT0(tmp, p);
+      mldsa::ExtendLarge(key.t0_ext[i], tmp);
     }
+    SecureZero(&tmp, sizeof(tmp));
     CtPublic(&bad, sizeof(bad));  // only "malformed or not" is revealed
     if (bad != 0) {
       return absl::InvalidArgumentError(
@@ -497,6 +502,7 @@ struct Impl {
     uint8_t rho_pp[64];
     uint8_t w1_packed[K * kW1Bytes];
     Poly c;  // public (from the declassified c~): not wiped
+    mldsa::SparseChallenge ch;
   };
 
   static absl::Status SignWithKey(const SigningKey& key, const uint8_t mu[64],
@@ -540,27 +546,23 @@ struct Impl {
       }
       CtPublic(c_tilde, kCTildeBytes);
       mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
-      mldsa::Ntt(ws.c);
+      mldsa::MakeSparseChallenge(ws.ch, ws.c);
 
-      // z = y + c s1; reject if ||z|| >= gamma1 - beta.
+      // z = y + c s1 (exact: |c s1| <= beta); reject if ||z|| >= gamma1 - beta.
       uint32_t reject = 0;
       for (int j = 0; j < L; ++j) {
-        mldsa::PointwiseMontgomery(ws.z[j], ws.c, key.s1_hat[j]);
-        mldsa::InvNttToMont(ws.z[j]);
-        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);
-        mldsa::Reduce32(ws.z[j]);  // exact centered value, |.| <= gamma1 + beta
+        mldsa::SparseMulSmall(ws.z[j], key.s1_ext[j], ws.ch);
+        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);  // |.| <= gamma1 + beta
         reject |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
       }
       CtPublic(&reject, sizeof(reject));
       if (reject != 0) continue;
 
-      // r0 = LowBits(w - c s2) = w0 - c s2 (exact while the bound holds); reject if
-      // ||r0|| >= gamma2 - beta.
+      // r0 = LowBits(w - c s2) = w0 - c s2 (exact integers; equal to LowBits while the bound
+      // holds); reject if ||r0|| >= gamma2 - beta.
       for (int i = 0; i < K; ++i) {
-        mldsa::PointwiseMontgomery(ws.h[i], ws.c, key.s2_hat[i]);
-        mldsa::InvNttToMont(ws.h[i]);
+        mldsa::SparseMulSmall(ws.h[i], key.s2_ext[i], ws.ch);
         mldsa::Sub(ws.w0[i], ws.w0[i], ws.h[i]);
-        mldsa::Reduce32(ws.w0[i]);
         reject |= mldsa::ExceedsNorm(ws.w0[i], kGamma2 - kBeta);
       }
       CtPublic(&reject, sizeof(reject));
@@ -569,9 +571,7 @@ struct Impl {
       // c t0; reject if ||c t0|| >= gamma2. h = MakeHint(-c t0, w - c s2 + c t0).
       unsigned ones = 0;
       for (int i = 0; i < K; ++i) {
-        mldsa::PointwiseMontgomery(ws.h[i], ws.c, key.t0_hat[i]);
-        mldsa::InvNttToMont(ws.h[i]);
-        mldsa::Reduce32(ws.h[i]);  // exact, |c t0| <= tau 2^12
+        mldsa::SparseMulLarge(ws.h[i], key.t0_ext[i], ws.ch);  // exact, |c t0| <= tau 2^12
         reject |= mldsa::ExceedsNorm(ws.h[i], kGamma2);
         mldsa::Add(ws.w0[i], ws.w0[i], ws.h[i]);
         ones += mldsa::MakeHint<kGamma2>(ws.h[i], ws.w0[i], ws.w1[i]);
@@ -604,9 +604,10 @@ struct Impl {
     bool loaded = false;
   };
 
-  static void LoadPublicKey(PublicKeyCache& cache, const uint8_t* pk) {
+  static void LoadPublicKey(PublicKeyCache& cache, const uint8_t* pk,
+                            KeccakRider* rider = nullptr) {
     if (cache.loaded && std::memcmp(cache.pk, pk, kPk) == 0) return;  // public data
-    if (!cache.loaded || std::memcmp(cache.pk, pk, 32) != 0) ExpandA(cache.a, pk);
+    if (!cache.loaded || std::memcmp(cache.pk, pk, 32) != 0) ExpandA(cache.a, pk, rider);
     for (int i = 0; i < K; ++i) {
       mldsa::UnpackT1(cache.t1_hat[i], pk + 32 + i * kT1Bytes);
       mldsa::ShiftLeftD(cache.t1_hat[i]);  // [0, q)
@@ -657,8 +658,28 @@ struct Impl {
 
   static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
     PublicKeyCache key;
-    uint8_t w1_packed[K * kW1Bytes];
     LoadPublicKey(key, pk);
+    return VerifyLoaded(key, mu, sig);
+  }
+
+  // Verification with tr = H(pk) riding along ExpandA: loads the key into `key`, then calls
+  // make_mu(tr, mu) and verifies. Returns make_mu's error, if any.
+  template <class MakeMu>
+  static absl::StatusOr<bool> VerifyWithTr(const uint8_t* pk, const uint8_t* sig, MakeMu make_mu) {
+    PublicKeyCache key;
+    uint8_t tr[64], mu[64];
+    {
+      AbsorbRider rider(Shake256::kRateBytes, 0x1f);
+      rider.Begin(Bytes(pk, kPk));
+      LoadPublicKey(key, pk, &rider);
+      rider.Finish(MutBytes(tr, 64));
+    }
+    if (absl::Status s = make_mu(tr, mu); !s.ok()) return s;
+    return VerifyLoaded(key, mu, sig);
+  }
+
+  static bool VerifyLoaded(const PublicKeyCache& key, const uint8_t mu[64], const uint8_t* sig) {
+    uint8_t w1_packed[K * kW1Bytes];
     if (!VerifyW1(key, sig, w1_packed)) return false;
     uint8_t c_tilde2[kCTildeBytes];
     Shake256 h;
@@ -960,8 +981,7 @@ void MlDsa<K, L>::KeyGenInternal(std::span<const uint8_t, 32> xi,
                                  std::span<uint8_t, kPrivateKeyBytes> sk) {
   using I = Impl<K, L>;
   typename I::SigningKey key;
-  // Only s1-hat and K are secret here (s2-hat and t0-hat stay unused without want_signing_key).
-  const WipeOnExit wipe_s1(&key.s1_hat, sizeof(key.s1_hat));
+  // Only K is secret here (the s1, s2, t0 extensions stay unused without want_signing_key).
   const WipeOnExit wipe_k(key.key, sizeof(key.key));
   I::KeyGenCore(xi.data(), pk.data(), sk.data(), key, /*want_signing_key=*/false);
 }
@@ -1062,15 +1082,10 @@ absl::StatusOr<bool> MlDsa<K, L>::Verify(Bytes pk, Bytes message, Bytes sig,
   if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
   if (absl::Status s = CheckMessageOptions(kName, message, options); !s.ok()) return s;
   if (sig.size() != kSignatureBytes) return false;
-  uint8_t mu[kMuBytes];
-  if (options.external_mu) {
-    std::memcpy(mu, message.data(), kMuBytes);
-  } else {
-    uint8_t tr[64];
-    Shake256Digest(pk, tr);
-    if (absl::Status s = ComputeMuFromTr(tr, message, options, mu); !s.ok()) return s;
-  }
-  return I::VerifyMu(pk.data(), mu, sig.data());
+  if (options.external_mu) return I::VerifyMu(pk.data(), message.data(), sig.data());
+  return I::VerifyWithTr(pk.data(), sig.data(), [&](const uint8_t* tr, uint8_t* mu) {
+    return ComputeMuFromTr(tr, message, options, mu);
+  });
 }
 
 template <int K, int L>
@@ -1078,10 +1093,10 @@ absl::StatusOr<bool> MlDsa<K, L>::VerifyInternal(Bytes pk, Bytes mprime, Bytes s
   using I = Impl<K, L>;
   if (absl::Status s = I::CheckPk(pk); !s.ok()) return s;
   if (sig.size() != kSignatureBytes) return false;
-  uint8_t tr[64], mu[kMuBytes];
-  Shake256Digest(pk, tr);
-  ComputeMuInternal(tr, mprime, mu);
-  return I::VerifyMu(pk.data(), mu, sig.data());
+  return I::VerifyWithTr(pk.data(), sig.data(), [&](const uint8_t* tr, uint8_t* mu) {
+    ComputeMuInternal(tr, mprime, mu);
+    return absl::OkStatus();
+  });
 }
 
 template <int K, int L>

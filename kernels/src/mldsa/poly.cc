@@ -2,6 +2,8 @@
 // reference, dispatching to the byte-identical AVX2 kernels (avx2/) when the active ISA allows.
 #include "mldsa/poly.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -220,6 +222,72 @@ void ShiftLeftD(Poly& a) {
   for (int i = 0; i < kN; ++i) a.coeffs[i] <<= kD;
 }
 
+// ---- Sparse challenge products -----------------------------------------------------------------
+
+void MakeSparseChallenge(SparseChallenge& ch, const Poly& c) {
+  if (UseAvx2()) return avx2::MakeSparseChallenge(ch, c);
+  // Sign masks per 64 coefficients (branch-free), then the set bits in order (public data).
+  uint64_t plus[4] = {}, minus[4] = {};
+  for (int i = 0; i < kN; ++i) {
+    const int32_t v = c.coeffs[i];
+    plus[i / 64] |= static_cast<uint64_t>(static_cast<uint32_t>(-v) >> 31) << (i % 64);  // v > 0
+    minus[i / 64] |= static_cast<uint64_t>(static_cast<uint32_t>(v) >> 31) << (i % 64);  // v < 0
+  }
+  int n = 0;
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t m = plus[w]; m != 0 && n < 64; m &= m - 1) {
+      ch.pos[n++] = static_cast<uint16_t>(64 * w + std::countr_zero(m));
+    }
+  }
+  ch.n_plus = n;
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t m = minus[w]; m != 0 && n < 64; m &= m - 1) {
+      ch.pos[n++] = static_cast<uint16_t>(64 * w + std::countr_zero(m));
+    }
+  }
+  ch.n = n;
+}
+
+void ExtendSmall(int16_t ext[2 * kN], const Poly& s) {
+  for (int i = 0; i < kN; ++i) {
+    ext[i] = static_cast<int16_t>(-s.coeffs[i]);
+    ext[kN + i] = static_cast<int16_t>(s.coeffs[i]);
+  }
+}
+
+void ExtendLarge(int32_t ext[2 * kN], const Poly& s) {
+  for (int i = 0; i < kN; ++i) {
+    ext[i] = static_cast<int32_t>(0u - static_cast<uint32_t>(s.coeffs[i]));
+    ext[kN + i] = s.coeffs[i];
+  }
+}
+
+namespace {
+template <class T>
+inline void SparseMulPortable(Poly& out, const T* ext, const SparseChallenge& ch) {
+  int32_t* r = out.coeffs;
+  for (int i = 0; i < kN; ++i) r[i] = 0;
+  for (int t = 0; t < ch.n; ++t) {
+    const T* p = ext + kN - ch.pos[t];
+    if (t < ch.n_plus) {
+      for (int i = 0; i < kN; ++i) r[i] += p[i];
+    } else {
+      for (int i = 0; i < kN; ++i) r[i] -= p[i];
+    }
+  }
+}
+}  // namespace
+
+void SparseMulSmall(Poly& out, const int16_t ext[2 * kN], const SparseChallenge& ch) {
+  if (UseAvx2()) return avx2::SparseMulSmall(out, ext, ch);
+  SparseMulPortable(out, ext, ch);
+}
+
+void SparseMulLarge(Poly& out, const int32_t ext[2 * kN], const SparseChallenge& ch) {
+  if (UseAvx2()) return avx2::SparseMulLarge(out, ext, ch);
+  SparseMulPortable(out, ext, ch);
+}
+
 // ---- Rounding --------------------------------------------------------------------------------
 
 void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
@@ -343,6 +411,9 @@ void UnpackT0(Poly& t0, const uint8_t in[416]) {
 
 template <int Gamma1Bits>
 void PackZ(uint8_t* out, const Poly& z) {
+  if constexpr (Gamma1Bits == 19) {
+    if (UseAvx2()) return avx2::PackZ19(out, z);
+  }
   PackCoeffs<Gamma1Bits + 1>(
       out, z, [](int32_t c) { return static_cast<uint32_t>((1 << Gamma1Bits) - c); });
 }
@@ -370,12 +441,20 @@ void PackW1(uint8_t* out, const Poly& w1) {
 
 void PackHint(uint8_t* out, const Poly* h, int k, int omega) {
   // Runs only on the accepted signature, whose hint is public.
+  // Indices are collected without a branch per coefficient (every j is written, the count
+  // advances only for ones), then at most omega of them are copied.
   std::memset(out, 0, static_cast<size_t>(omega + k));
   int index = 0;
+  uint8_t idx[kN];
   for (int i = 0; i < k; ++i) {
+    int n = 0;
     for (int j = 0; j < kN; ++j) {
-      if (h[i].coeffs[j] != 0 && index < omega) out[index++] = static_cast<uint8_t>(j);
+      idx[n] = static_cast<uint8_t>(j);
+      n += h[i].coeffs[j] != 0;
     }
+    n = std::min(n, omega - index);
+    std::memcpy(out + index, idx, static_cast<size_t>(n));
+    index += n;
     out[omega + i] = static_cast<uint8_t>(index);
   }
 }

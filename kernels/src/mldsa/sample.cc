@@ -112,11 +112,14 @@ inline void AbsorbGroup(KeccakMulti<W>& xof, const uint8_t* seed, const uint16_t
 // more block at a time for the lanes that still lack coefficients (which lanes need more depends
 // only on public or declassified accept patterns).
 // buf: kMaxLanes rows of first_blocks * rate bytes.
+// rider: see SampleUniformPolys; attached to 4-wide groups only (AVX2 fuses a rider with x4).
 template <size_t W, size_t SeedBytes, class Reject>
 void RejectionGroup(Poly* const* out, const uint8_t* seed, const uint16_t* nonces, size_t used,
-                    size_t rate, size_t first_blocks, uint8_t* buf, Reject&& reject) {
+                    size_t rate, size_t first_blocks, uint8_t* buf, Reject&& reject,
+                    KeccakRider* rider = nullptr) {
   const size_t row = first_blocks * rate;
   KeccakMulti<W> xof(rate, 0x1f);
+  if constexpr (W == 4) xof.SetRider(rider);
   uint8_t nonce_bytes[kMaxLanes][2];
   AbsorbGroup<SeedBytes>(xof, seed, nonces, used, nonce_bytes);
   uint8_t* outs[W] = {};
@@ -149,7 +152,8 @@ int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
   return RejectEtaPortable<Eta>(a, count, buf, len);
 }
 
-void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n) {
+void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n,
+                        KeccakRider* rider) {
   constexpr size_t kRate = Shake128::kRateBytes;
   constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
   alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
@@ -159,7 +163,7 @@ void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t*
   };
   ForEachGroup(n, [&](size_t g, size_t used, auto width) {
     RejectionGroup<decltype(width)::value, 32>(out + g, rho, nonces + g, used, kRate, kFirstBlocks,
-                                               &buf[0][0], reject);
+                                               &buf[0][0], reject, rider);
   });
 }
 

@@ -13,12 +13,19 @@
 
 #include "mldsa/poly.h"
 
+namespace pqcd::kernels {
+class KeccakRider;  // keccak/keccak_multi.h
+}  // namespace pqcd::kernels
+
 namespace pqcd::kernels::mldsa {
 
 // RejNTTPoly (Alg. 30) as used by ExpandA (Alg. 32): *out[i] = RejNTTPoly(rho || nonce_i), the
 // nonce as two little-endian bytes (ExpandA passes s | r << 8 for entry A[r][s]).
 // Out: coefficients in [0, q), NTT domain. rho is public: the rejection branches are allowed.
-void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n);
+// rider (optional): a single-sponge hash that rides along the 4-lane permutations (e.g. tr = H(pk)
+// in verification; see KeccakMulti::SetRider). The caller finishes it afterwards.
+void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n,
+                        KeccakRider* rider = nullptr);
 
 // RejBoundedPoly (Alg. 31) as used by ExpandS (Alg. 33): *out[i] = RejBoundedPoly(rho' || nonce_i).
 // Out: coefficients in [-Eta, Eta]. rho' is secret: candidates are computed without branches; only

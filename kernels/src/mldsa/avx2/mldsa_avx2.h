@@ -19,6 +19,9 @@ void Ntt(Poly& a);
 void InvNttToMont(Poly& a);
 void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
+void MakeSparseChallenge(SparseChallenge& ch, const Poly& c);
+void SparseMulSmall(Poly& out, const int16_t* ext, const SparseChallenge& ch);
+void SparseMulLarge(Poly& out, const int32_t* ext, const SparseChallenge& ch);
 void Reduce32(Poly& a);
 void CAddQ(Poly& a);
 void Add(Poly& c, const Poly& a, const Poly& b);
@@ -47,6 +50,7 @@ uint32_t UnpackEta2(Poly& s, const uint8_t* in);  // all-ones when a field is ab
 uint32_t UnpackEta4(Poly& s, const uint8_t* in);
 void PackW1Small(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/88: 6 bits, 192 bytes
 void PackW1Large(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/32: 4 bits, 128 bytes
+void PackZ19(uint8_t* out, const Poly& z);       // gamma1 = 2^19: 20 bits, 640 bytes
 
 // RejNTTPoly's inner loop (public data): appends the 3-byte candidates of buf[0..len) below q to
 // a[count..256) and returns the new count (same result as the portable loop).

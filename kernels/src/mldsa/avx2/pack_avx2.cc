@@ -195,4 +195,38 @@ void PackW1Large(uint8_t* out, const Poly& w1) {  // 4 bits
   PackPoly<4>(out, w1, [](__m256i v) { return v; });
 }
 
+// BitPack(z, gamma1 - 1, gamma1) for gamma1 = 2^19 (20-bit fields): 8 coefficients -> 20 bytes.
+// Each 64-bit lane takes a pair (f_2j | f_2j+1 << 20: 5 whole bytes), one vpshufb packs each
+// 128-bit half's two pairs into its first 10 bytes, and the halves are stored 10 bytes apart
+// (16-byte stores; the next group overwrites the spare bytes). The last group goes through a
+// stack buffer so that nothing is written past out[639]; z is public when it is packed (the
+// accepted signature), so the buffer is not wiped.
+void PackZ19(uint8_t* out, const Poly& z) {
+  const __m256i g = _mm256_set1_epi32(1 << 19);
+  const __m256i lo_mask = _mm256_set1_epi64x(0xFFFFFFFF);
+  const __m128i ctrl = _mm_setr_epi8(0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1);
+  const __m256i shuffle = _mm256_broadcastsi128_si256(ctrl);
+  auto group = [&](int i, __m128i& lo, __m128i& hi) {
+    const __m256i v =
+        _mm256_sub_epi32(g, _mm256_load_si256(reinterpret_cast<const __m256i*>(z.coeffs + 8 * i)));
+    const __m256i pairs = _mm256_or_si256(_mm256_and_si256(v, lo_mask),
+                                          _mm256_srli_epi64(_mm256_andnot_si256(lo_mask, v), 12));
+    const __m256i packed = _mm256_shuffle_epi8(pairs, shuffle);
+    lo = _mm256_castsi256_si128(packed);
+    hi = _mm256_extracti128_si256(packed, 1);
+  };
+  for (int i = 0; i < 31; ++i) {
+    __m128i lo, hi;
+    group(i, lo, hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 20 * i), lo);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 20 * i + 10), hi);
+  }
+  __m128i lo, hi;
+  group(31, lo, hi);
+  alignas(16) uint8_t tail[32];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(tail), lo);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(tail + 10), hi);
+  for (int b = 0; b < 20; ++b) out[620 + b] = tail[b];
+}
+
 }  // namespace pqcd::kernels::mldsa::avx2

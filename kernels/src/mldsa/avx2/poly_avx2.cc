@@ -3,9 +3,13 @@
 // Every kernel computes exactly what its portable namesake in poly.cc computes, lane by lane:
 //  * Montgomery products use vpmuldq (signed 32x32 -> 64) on even and odd lanes and the same
 //    signed reduction t = (a q^-1 mod 2^32), r = (a - t q) / 2^32, so representatives match.
-//  * The NTT keeps the standard (bit-reversed, FIPS 204) coefficient order: layers 128..8 are
-//    straight vector butterflies; layers 4, 2, 1 run on two registers (16 coefficients) that are
-//    regrouped with vperm2i128 / vpunpck[lh]qdq / 32-bit shift+blend and put back afterwards.
+//  * The NTT keeps the standard (bit-reversed, FIPS 204) coefficient order and makes two passes
+//    over memory: layers len 128, 64, 32 on 8 registers 32 coefficients apart, then per block of
+//    64 coefficients layers len 16 and 8 across registers and len 4, 2, 1 on register pairs
+//    (16 coefficients) regrouped with vperm2i128 / vpunpck / vshufps / 32-bit shift+blend and put
+//    back afterwards. The inverse runs the same passes in reverse order.
+//  * Sparse challenge products (c s1, c s2, c t0) are exact sums of unaligned loads at public
+//    offsets (vpaddw / vpaddd with memory operands).
 //  * Divisions by constants are the same multiply-shift sequences (vpmuludq, 64-bit products).
 // Helpers are static / anonymous-namespace only: nothing here may be shared with baseline files.
 #include <immintrin.h>
@@ -35,12 +39,14 @@ constexpr int32_t LowTimesQInv(int32_t z) {
 }
 
 struct Tables {
-  int32_t zetas[kN];       // zeta^brv8(i) * 2^32 mod q, centered (as poly.cc)
-  int32_t zetas_qinv[kN];  // low 32 bits of zetas[i] * q^-1
+  int32_t zetas[kN];                          // zeta^brv8(i) * 2^32 mod q, centered (as poly.cc)
+  int32_t zetas_qinv[kN];                     // low 32 bits of zetas[i] * q^-1
+  int32_t neg_zetas[kN], neg_zetas_qinv[kN];  // the inverse NTT's twiddles -zetas[i]
   // Per-lane twiddles of the last three forward layers / first three inverse layers, for each of
   // the 16 groups of 16 coefficients: [group][lane], value and value * q^-1.
-  int32_t fwd[3][16][8], fwd_qinv[3][16][8];
-  int32_t inv[3][16][8], inv_qinv[3][16][8];
+  // *_odd: the odd lanes copied to the even positions (what vpmuldq reads for the odd products).
+  int32_t fwd[3][16][8], fwd_qinv[3][16][8], fwd_odd[3][16][8];
+  int32_t inv[3][16][8], inv_qinv[3][16][8], inv_odd[3][16][8];
   // Rejection compaction: for each 8-bit accept mask, the accepted lane indices, in order.
   uint8_t compact[256][8];
 };
@@ -55,6 +61,8 @@ constexpr Tables MakeTables() {
         v > static_cast<uint64_t>(kQ / 2) ? static_cast<int64_t>(v) - kQ : static_cast<int64_t>(v);
     t.zetas[i] = static_cast<int32_t>(c);
     t.zetas_qinv[i] = LowTimesQInv(t.zetas[i]);
+    t.neg_zetas[i] = -t.zetas[i];
+    t.neg_zetas_qinv[i] = LowTimesQInv(-t.zetas[i]);
   }
   for (int m = 0; m < 16; ++m) {
     for (int l = 0; l < 8; ++l) {
@@ -73,6 +81,14 @@ constexpr Tables MakeTables() {
         t.fwd_qinv[s][m][l] = LowTimesQInv(t.zetas[fk[s]]);
         t.inv[s][m][l] = -t.zetas[ik[s]];
         t.inv_qinv[s][m][l] = LowTimesQInv(-t.zetas[ik[s]]);
+      }
+    }
+  }
+  for (int s = 0; s < 3; ++s) {
+    for (int m = 0; m < 16; ++m) {
+      for (int l = 0; l < 8; ++l) {
+        t.fwd_odd[s][m][l] = t.fwd[s][m][l | 1];
+        t.inv_odd[s][m][l] = t.inv[s][m][l | 1];
       }
     }
   }
@@ -108,12 +124,13 @@ PQCD_AI __m256i HighHalves(__m256i re, __m256i ro) {
   return _mm256_blend_epi32(Odd(re), ro, 0xAA);
 }
 
-// a * z * 2^-32 mod q, lane-wise; zq = low32(z * q^-1). |a z| < 2^31 q -> |r| < q.
-PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zq) {
+// a * z * 2^-32 mod q, lane-wise; zq = low32(z * q^-1), zodd = Odd(z) (z itself when z is a
+// broadcast). |a z| < 2^31 q -> |r| < q.
+PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zodd, __m256i zq) {
   const __m256i q = _mm256_set1_epi32(kQ);
   const __m256i t = _mm256_mullo_epi32(a, zq);
   const __m256i pe = _mm256_mul_epi32(a, z);
-  const __m256i po = _mm256_mul_epi32(Odd(a), Odd(z));
+  const __m256i po = _mm256_mul_epi32(Odd(a), zodd);
   const __m256i te = _mm256_mul_epi32(t, q);
   const __m256i to = _mm256_mul_epi32(Odd(t), q);
   return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
@@ -128,17 +145,42 @@ PQCD_AI __m256i Reduce64(__m256i pe, __m256i po) {
   return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
 }
 
+PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zq) {
+  return MulMont(a, z, Odd(z), zq);
+}
+
+// A broadcast twiddle: value and value * q^-1 (Odd() of a broadcast is itself).
+struct Tw {
+  __m256i z, zq;
+};
+PQCD_AI Tw Broadcast(int32_t zeta) {
+  return {_mm256_set1_epi32(zeta), _mm256_set1_epi32(LowTimesQInv(zeta))};
+}
+// Table twiddles (vpbroadcastd from memory): zetas[k] and -zetas[k].
+PQCD_AI Tw Fwd(int k) {
+  return {_mm256_set1_epi32(kT.zetas[k]), _mm256_set1_epi32(kT.zetas_qinv[k])};
+}
+PQCD_AI Tw Inv(int k) {
+  return {_mm256_set1_epi32(kT.neg_zetas[k]), _mm256_set1_epi32(kT.neg_zetas_qinv[k])};
+}
+
 // Forward (Cooley-Tukey) butterfly: (a, b) -> (a + z b, a - z b).
-PQCD_AI void ButterflyCt(__m256i& a, __m256i& b, __m256i z, __m256i zq) {
-  const __m256i t = MulMont(b, z, zq);
+PQCD_AI void ButterflyCt(__m256i& a, __m256i& b, __m256i z, __m256i zodd, __m256i zq) {
+  const __m256i t = MulMont(b, z, zodd, zq);
   b = _mm256_sub_epi32(a, t);
   a = _mm256_add_epi32(a, t);
 }
+PQCD_AI void ButterflyCt(__m256i& a, __m256i& b, Tw w) {
+  ButterflyCt(a, b, w.z, w.z, w.zq);
+}
 // Inverse (Gentleman-Sande) butterfly: (a, b) -> (a + b, z (a - b)).
-PQCD_AI void ButterflyGs(__m256i& a, __m256i& b, __m256i z, __m256i zq) {
+PQCD_AI void ButterflyGs(__m256i& a, __m256i& b, __m256i z, __m256i zodd, __m256i zq) {
   const __m256i d = _mm256_sub_epi32(a, b);
   a = _mm256_add_epi32(a, b);
-  b = MulMont(d, z, zq);
+  b = MulMont(d, z, zodd, zq);
+}
+PQCD_AI void ButterflyGs(__m256i& a, __m256i& b, Tw w) {
+  ButterflyGs(a, b, w.z, w.z, w.zq);
 }
 
 // Register layouts of 16 coefficients c0..c15 (A = c0..7, B = c8..15):
@@ -165,6 +207,27 @@ PQCD_AI void L2ToL4(__m256i x2, __m256i y2, __m256i& x, __m256i& y) {
 PQCD_AI void Swap32(__m256i x, __m256i y, __m256i& x1, __m256i& y1) {
   x1 = _mm256_blend_epi32(x, _mm256_slli_epi64(y, 32), 0xAA);
   y1 = _mm256_blend_epi32(_mm256_srli_epi64(x, 32), y, 0xAA);
+}
+// L1 <-> standard directly: interleave / de-interleave 32-bit lanes, then swap 128-bit halves.
+PQCD_AI void L1ToStd(__m256i x, __m256i y, __m256i& a, __m256i& b) {
+  const __m256i lo = _mm256_unpacklo_epi32(x, y);  // c0 c1 c2 c3 | c8 c9 c10 c11
+  const __m256i hi = _mm256_unpackhi_epi32(x, y);  // c4 c5 c6 c7 | c12 c13 c14 c15
+  a = _mm256_permute2x128_si256(lo, hi, 0x20);
+  b = _mm256_permute2x128_si256(lo, hi, 0x31);
+}
+PQCD_AI void StdToL1(__m256i a, __m256i b, __m256i& x, __m256i& y) {
+  const __m256 p = _mm256_castsi256_ps(_mm256_permute2x128_si256(a, b, 0x20));  // c0-3 | c8-11
+  const __m256 q = _mm256_castsi256_ps(_mm256_permute2x128_si256(a, b, 0x31));  // c4-7 | c12-15
+  x = _mm256_castps_si256(_mm256_shuffle_ps(p, q, 0x88));  // c0 c2 c4 c6 | c8 ..
+  y = _mm256_castps_si256(_mm256_shuffle_ps(p, q, 0xDD));  // c1 c3 c5 c7 | c9 ..
+}
+
+// Hides p's derivation from the optimizer so that p + k stays one base register plus a constant
+// displacement (otherwise GCC rebuilds every address from the original base and index).
+template <class T>
+PQCD_AI const T* Opaque(const T* p) {
+  asm("" : "+r"(p));
+  return p;
 }
 
 PQCD_AI __m256i TableVec(const int32_t (&row)[8]) {
@@ -296,110 +359,114 @@ void UnpackZ19(Poly& z, const uint8_t* in) {
 }
 
 // ---- NTT ------------------------------------------------------------------------------------
+//
+// Two passes over memory each way: layers len 128, 64, 32 on 8 registers 32 coefficients apart;
+// then per block of 64 coefficients the remaining five layers (len 16 and 8 across registers, len
+// 4, 2, 1 within register pairs after regrouping). The inverse runs the same passes in reverse.
+
+namespace {
+
+// Forward layers len 4, 2, 1 on 16 coefficients (a = c0..7, b = c8..15) of group m, in place.
+PQCD_AI void NttLast3(__m256i& a, __m256i& b, int m) {
+  __m256i x, y, x2, y2;
+  StdToL4(a, b, x, y);
+  ButterflyCt(x, y, TableVec(kT.fwd[0][m]), TableVec(kT.fwd_odd[0][m]),
+              TableVec(kT.fwd_qinv[0][m]));
+  L4ToL2(x, y, x2, y2);
+  ButterflyCt(x2, y2, TableVec(kT.fwd[1][m]), TableVec(kT.fwd_odd[1][m]),
+              TableVec(kT.fwd_qinv[1][m]));
+  Swap32(x2, y2, x, y);
+  ButterflyCt(x, y, TableVec(kT.fwd[2][m]), TableVec(kT.fwd_odd[2][m]),
+              TableVec(kT.fwd_qinv[2][m]));
+  L1ToStd(x, y, a, b);
+}
+
+// Inverse layers len 1, 2, 4 on 16 coefficients of group m, in place.
+PQCD_AI void InvNttFirst3(__m256i& a, __m256i& b, int m) {
+  __m256i x, y, x2, y2;
+  StdToL1(a, b, x, y);
+  ButterflyGs(x, y, TableVec(kT.inv[0][m]), TableVec(kT.inv_odd[0][m]),
+              TableVec(kT.inv_qinv[0][m]));
+  Swap32(x, y, x2, y2);
+  ButterflyGs(x2, y2, TableVec(kT.inv[1][m]), TableVec(kT.inv_odd[1][m]),
+              TableVec(kT.inv_qinv[1][m]));
+  L2ToL4(x2, y2, x, y);
+  ButterflyGs(x, y, TableVec(kT.inv[2][m]), TableVec(kT.inv_odd[2][m]),
+              TableVec(kT.inv_qinv[2][m]));
+  L4ToStd(x, y, a, b);
+}
+
+}  // namespace
 
 void Ntt(Poly& p) {
   int32_t* a = p.coeffs;
-  // Layers 128 and 64 together on 4 registers (the same butterflies on the same inputs).
-  {
-    const __m256i z1 = _mm256_set1_epi32(kT.zetas[1]), z1q = _mm256_set1_epi32(kT.zetas_qinv[1]);
-    const __m256i z2 = _mm256_set1_epi32(kT.zetas[2]), z2q = _mm256_set1_epi32(kT.zetas_qinv[2]);
-    const __m256i z3 = _mm256_set1_epi32(kT.zetas[3]), z3q = _mm256_set1_epi32(kT.zetas_qinv[3]);
-    for (int j = 0; j < 64; j += 8) {
-      __m256i v0 = Load(a + j), v1 = Load(a + j + 64), v2 = Load(a + j + 128),
-              v3 = Load(a + j + 192);
-      ButterflyCt(v0, v2, z1, z1q);
-      ButterflyCt(v1, v3, z1, z1q);
-      ButterflyCt(v0, v1, z2, z2q);
-      ButterflyCt(v2, v3, z3, z3q);
-      Store(a + j, v0);
-      Store(a + j + 64, v1);
-      Store(a + j + 128, v2);
-      Store(a + j + 192, v3);
-    }
+  // Pass 1: layers len 128, 64, 32 (k = 1..7) on 8 registers 32 coefficients apart.
+  for (int j = 0; j < 32; j += 8) {
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(a + j + 32 * i);
+    const Tw w1 = Fwd(1);
+    for (int i = 0; i < 4; ++i) ButterflyCt(v[i], v[i + 4], w1);
+    const Tw w2 = Fwd(2), w3 = Fwd(3);
+    ButterflyCt(v[0], v[2], w2);
+    ButterflyCt(v[1], v[3], w2);
+    ButterflyCt(v[4], v[6], w3);
+    ButterflyCt(v[5], v[7], w3);
+    for (int i = 0; i < 4; ++i) ButterflyCt(v[2 * i], v[2 * i + 1], Fwd(4 + i));
+    for (int i = 0; i < 8; ++i) Store(a + j + 32 * i, v[i]);
   }
-  int k = 3;
-  for (int len = 32; len >= 8; len >>= 1) {
-    for (int start = 0; start < kN; start += 2 * len) {
-      ++k;
-      const __m256i z = _mm256_set1_epi32(kT.zetas[k]);
-      const __m256i zq = _mm256_set1_epi32(kT.zetas_qinv[k]);
-      for (int j = start; j < start + len; j += 8) {
-        __m256i x = Load(a + j), y = Load(a + j + len);
-        ButterflyCt(x, y, z, zq);
-        Store(a + j, x);
-        Store(a + j + len, y);
-      }
+  // Pass 2: per block of 64 coefficients (8 registers): layers len 16 and 8 across registers,
+  // then len 4, 2, 1 within register pairs.
+  for (int blk = 0; blk < 4; ++blk) {
+    int32_t* p64 = a + 64 * blk;
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(p64 + 8 * i);
+    const Tw w16a = Fwd(8 + 2 * blk), w16b = Fwd(9 + 2 * blk);
+    ButterflyCt(v[0], v[2], w16a);
+    ButterflyCt(v[1], v[3], w16a);
+    ButterflyCt(v[4], v[6], w16b);
+    ButterflyCt(v[5], v[7], w16b);
+    for (int i = 0; i < 4; ++i) {
+      ButterflyCt(v[2 * i], v[2 * i + 1], Fwd(16 + 4 * blk + i));
     }
-  }
-  for (int m = 0; m < 16; ++m) {
-    __m256i x, y, x2, y2, x1, y1;
-    StdToL4(Load(a + 16 * m), Load(a + 16 * m + 8), x, y);
-    ButterflyCt(x, y, TableVec(kT.fwd[0][m]), TableVec(kT.fwd_qinv[0][m]));
-    L4ToL2(x, y, x2, y2);
-    ButterflyCt(x2, y2, TableVec(kT.fwd[1][m]), TableVec(kT.fwd_qinv[1][m]));
-    Swap32(x2, y2, x1, y1);
-    ButterflyCt(x1, y1, TableVec(kT.fwd[2][m]), TableVec(kT.fwd_qinv[2][m]));
-    Swap32(x1, y1, x2, y2);
-    L2ToL4(x2, y2, x, y);
-    __m256i lo, hi;
-    L4ToStd(x, y, lo, hi);
-    Store(a + 16 * m, lo);
-    Store(a + 16 * m + 8, hi);
+    for (int i = 0; i < 4; ++i) NttLast3(v[2 * i], v[2 * i + 1], 4 * blk + i);
+    for (int i = 0; i < 8; ++i) Store(p64 + 8 * i, v[i]);
   }
 }
 
 void InvNttToMont(Poly& p) {
   int32_t* a = p.coeffs;
-  for (int m = 0; m < 16; ++m) {
-    __m256i x, y, x2, y2, x1, y1;
-    StdToL4(Load(a + 16 * m), Load(a + 16 * m + 8), x, y);
-    L4ToL2(x, y, x2, y2);
-    Swap32(x2, y2, x1, y1);
-    ButterflyGs(x1, y1, TableVec(kT.inv[0][m]), TableVec(kT.inv_qinv[0][m]));
-    Swap32(x1, y1, x2, y2);
-    ButterflyGs(x2, y2, TableVec(kT.inv[1][m]), TableVec(kT.inv_qinv[1][m]));
-    L2ToL4(x2, y2, x, y);
-    ButterflyGs(x, y, TableVec(kT.inv[2][m]), TableVec(kT.inv_qinv[2][m]));
-    __m256i lo, hi;
-    L4ToStd(x, y, lo, hi);
-    Store(a + 16 * m, lo);
-    Store(a + 16 * m + 8, hi);
-  }
-  int k = 32;  // layers 1, 2, 4 used k = 255..32
-  for (int len = 8; len < 64; len <<= 1) {
-    for (int start = 0; start < kN; start += 2 * len) {
-      --k;
-      const int32_t zeta = -kT.zetas[k];
-      const __m256i z = _mm256_set1_epi32(zeta);
-      const __m256i zq = _mm256_set1_epi32(LowTimesQInv(zeta));
-      for (int j = start; j < start + len; j += 8) {
-        __m256i x = Load(a + j), y = Load(a + j + len);
-        ButterflyGs(x, y, z, zq);
-        Store(a + j, x);
-        Store(a + j + len, y);
-      }
+  // Pass 1: per block of 64 coefficients: layers len 1, 2, 4 within register pairs, then len 8
+  // and 16 across registers (k = 255 .. 8 as in poly.cc, zetas negated).
+  for (int blk = 0; blk < 4; ++blk) {
+    int32_t* p64 = a + 64 * blk;
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(p64 + 8 * i);
+    for (int i = 0; i < 4; ++i) InvNttFirst3(v[2 * i], v[2 * i + 1], 4 * blk + i);
+    for (int i = 0; i < 4; ++i) {
+      ButterflyGs(v[2 * i], v[2 * i + 1], Inv(31 - 4 * blk - i));
     }
+    const Tw w16a = Inv(15 - 2 * blk), w16b = Inv(14 - 2 * blk);
+    ButterflyGs(v[0], v[2], w16a);
+    ButterflyGs(v[1], v[3], w16a);
+    ButterflyGs(v[4], v[6], w16b);
+    ButterflyGs(v[5], v[7], w16b);
+    for (int i = 0; i < 8; ++i) Store(p64 + 8 * i, v[i]);
   }
-  // Layers 64 and 128 (k = 3, 2 and 1) and the final scaling together on 4 registers: the same
-  // butterflies and Montgomery products on the same inputs as separate passes.
-  const __m256i s = _mm256_set1_epi32(kInvNttScale);
-  const __m256i sq = _mm256_set1_epi32(LowTimesQInv(kInvNttScale));
-  const __m256i z3 = _mm256_set1_epi32(-kT.zetas[3]),
-                z3q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[3]));
-  const __m256i z2 = _mm256_set1_epi32(-kT.zetas[2]),
-                z2q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[2]));
-  const __m256i z1 = _mm256_set1_epi32(-kT.zetas[1]),
-                z1q = _mm256_set1_epi32(LowTimesQInv(-kT.zetas[1]));
-  for (int j = 0; j < 64; j += 8) {
-    __m256i v0 = Load(a + j), v1 = Load(a + j + 64), v2 = Load(a + j + 128), v3 = Load(a + j + 192);
-    ButterflyGs(v0, v1, z3, z3q);
-    ButterflyGs(v2, v3, z2, z2q);
-    ButterflyGs(v0, v2, z1, z1q);
-    ButterflyGs(v1, v3, z1, z1q);
-    Store(a + j, MulMont(v0, s, sq));
-    Store(a + j + 64, MulMont(v1, s, sq));
-    Store(a + j + 128, MulMont(v2, s, sq));
-    Store(a + j + 192, MulMont(v3, s, sq));
+  // Pass 2: layers len 32, 64, 128 (k = 7 .. 1) and the final scaling on 8 registers 32
+  // coefficients apart: the same butterflies and Montgomery products as separate passes.
+  const Tw s = Broadcast(kInvNttScale);
+  for (int j = 0; j < 32; j += 8) {
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i) v[i] = Load(a + j + 32 * i);
+    for (int i = 0; i < 4; ++i) ButterflyGs(v[2 * i], v[2 * i + 1], Inv(7 - i));
+    const Tw w3 = Inv(3), w2 = Inv(2);
+    ButterflyGs(v[0], v[2], w3);
+    ButterflyGs(v[1], v[3], w3);
+    ButterflyGs(v[4], v[6], w2);
+    ButterflyGs(v[5], v[7], w2);
+    const Tw w1 = Inv(1);
+    for (int i = 0; i < 4; ++i) ButterflyGs(v[i], v[i + 4], w1);
+    for (int i = 0; i < 8; ++i) Store(a + j + 32 * i, MulMont(v[i], s.z, s.z, s.zq));
   }
 }
 
@@ -424,6 +491,84 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
       po = _mm256_add_epi64(po, _mm256_mul_epi32(Odd(x), Odd(y)));
     }
     Store(c.coeffs + i, Reduce64(pe, po));
+  }
+}
+
+// ---- Sparse challenge products (exact integer sums; positions are public) -----------------------
+
+void MakeSparseChallenge(SparseChallenge& ch, const Poly& c) {
+  // Sign masks per 64 coefficients, then the set bits in order (public data: may branch).
+  uint64_t plus[4] = {}, minus[4] = {};
+  const __m256i zero = _mm256_setzero_si256();
+  for (int i = 0; i < kN / 8; ++i) {
+    const __m256i v = Load(c.coeffs + 8 * i);
+    const uint64_t p =
+        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, zero))));
+    const uint64_t m =
+        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(zero, v))));
+    plus[i / 8] |= p << (8 * (i % 8));
+    minus[i / 8] |= m << (8 * (i % 8));
+  }
+  int n = 0;
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t m = plus[w]; m != 0 && n < 64; m &= m - 1) {
+      ch.pos[n++] = static_cast<uint16_t>(64 * w + __builtin_ctzll(m));
+    }
+  }
+  ch.n_plus = n;
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t m = minus[w]; m != 0 && n < 64; m &= m - 1) {
+      ch.pos[n++] = static_cast<uint16_t>(64 * w + __builtin_ctzll(m));
+    }
+  }
+  ch.n = n;
+}
+
+void SparseMulSmall(Poly& out, const int16_t* ext, const SparseChallenge& ch) {
+  // Two halves of 128 coefficients, 8 accumulators of 16 x int16 each; every term is one
+  // unaligned vpaddw / vpsubw with a memory operand.
+  for (int half = 0; half < 2; ++half) {
+    const int16_t* base = ext + kN + 128 * half;
+    __m256i acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_si256();
+    int t = 0;
+    for (; t < ch.n_plus; ++t) {
+      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi16(acc[k], _mm256_loadu_si256(p + k));
+    }
+    for (; t < ch.n; ++t) {
+      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_sub_epi16(acc[k], _mm256_loadu_si256(p + k));
+    }
+    int32_t* r = out.coeffs + 128 * half;
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      Store(r + 16 * k, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(acc[k])));
+      Store(r + 16 * k + 8, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(acc[k], 1)));
+    }
+  }
+}
+
+void SparseMulLarge(Poly& out, const int32_t* ext, const SparseChallenge& ch) {
+  for (int quarter = 0; quarter < 4; ++quarter) {
+    const int32_t* base = ext + kN + 64 * quarter;
+    __m256i acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_si256();
+    int t = 0;
+    for (; t < ch.n_plus; ++t) {
+      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi32(acc[k], _mm256_loadu_si256(p + k));
+    }
+    for (; t < ch.n; ++t) {
+      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_sub_epi32(acc[k], _mm256_loadu_si256(p + k));
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) Store(out.coeffs + 64 * quarter + 8 * k, acc[k]);
   }
 }
 
