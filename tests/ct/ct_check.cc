@@ -79,6 +79,9 @@ void RunKem() {
   std::printf("ct_check: %s done\n", std::string(Kem::kName).c_str());
 }
 
+// Messages signed per ML-DSA parameter set (each hedged and deterministic).
+constexpr int kDsaMessages = 4;
+
 template <int K, int L>
 void RunDsa() {
   using Dsa = k::MlDsa<K, L>;
@@ -95,15 +98,22 @@ void RunDsa() {
   k::CtPublic(sk.data(), sk.size());
   k::CtSecret(sk.data() + 32, 32);
   k::CtSecret(sk.data() + 128, sk.size() - 128);
-  const uint8_t msg[] = "constant-time check message";
+  // Several messages, hedged (rnd secret) and deterministic: every signature takes ~4-5 attempts
+  // on average, so the rejected attempts (whose challenge c~ / c must stay secret: only their
+  // reject verdicts are declassified) are exercised many times over.
+  uint8_t msg[] = "constant-time check message #0";
   k::DsaSignOptions opts;
-  s = Dsa::Sign(sk, k::Bytes(msg, sizeof(msg)), opts, sig, rng);  // hedged: rnd secret
-  Check(s.ok(), "ML-DSA sign (hedged)");
-  k::CtPublic(sig.data(), sig.size());
-  opts.deterministic = true;
-  s = Dsa::Sign(sk, k::Bytes(msg, sizeof(msg)), opts, sig, rng);
-  Check(s.ok(), "ML-DSA sign (deterministic)");
-  k::CtPublic(sig.data(), sig.size());
+  for (int m = 0; m < kDsaMessages; ++m) {
+    msg[sizeof(msg) - 2] = static_cast<uint8_t>('0' + m);
+    opts.deterministic = false;
+    s = Dsa::Sign(sk, k::Bytes(msg, sizeof(msg)), opts, sig, rng);  // hedged: rnd secret
+    Check(s.ok(), "ML-DSA sign (hedged)");
+    k::CtPublic(sig.data(), sig.size());
+    opts.deterministic = true;
+    s = Dsa::Sign(sk, k::Bytes(msg, sizeof(msg)), opts, sig, rng);
+    Check(s.ok(), "ML-DSA sign (deterministic)");
+    k::CtPublic(sig.data(), sig.size());
+  }
   s = Dsa::Sign(seed, k::Bytes(msg, sizeof(msg)), opts, sig, rng);  // from the seed form
   Check(s.ok(), "ML-DSA sign (seed)");
   k::CtPublic(sig.data(), sig.size());

@@ -514,63 +514,78 @@ TEST_F(MlDsaAvx2, EtaAndMaskSampling) {
   }
 }
 
-// A challenge-like polynomial: `weight` coefficients in {-1, +1} at distinct positions. Edge
-// patterns: all +1, all -1, and the positions 0 and 255 taken (weights >= 2).
-Poly MakeChallenge(uint64_t& s, int index, int weight) {
-  Poly c{};
-  int placed = 0;
-  if (index < 3 && weight >= 2) {
-    c.coeffs[0] = index == 1 ? -1 : 1;
-    c.coeffs[kN - 1] = index == 1 ? -1 : 1;
-    placed = 2;
+// SplitLow9 over its whole input range and over the signer's range (|c s1 + 2^9 c s2| <= 513 *
+// 196); the portable result must also satisfy the definition (v = lo + 2^9 hi, lo in [-256, 256)).
+TEST_F(MlDsaAvx2, SplitLow9) {
+  for (int64_t bound : {int64_t{(1 << 30) - 1}, int64_t{513 * 196}}) {
+    CheckUnary(31 + bound, -bound, bound, 2, [](const Poly& in, std::vector<Poly>& out) {
+      SplitLow9(out[0], out[1], in);
+      for (int i = 0; i < kN; ++i) {
+        EXPECT_EQ(out[0].coeffs[i] + 512 * int64_t{out[1].coeffs[i]}, in.coeffs[i]);
+        EXPECT_TRUE(out[0].coeffs[i] >= -256 && out[0].coeffs[i] < 256);
+      }
+      Poly aliased = in, hi;  // lo may alias v
+      SplitLow9(aliased, hi, aliased);
+      EXPECT_EQ(std::memcmp(&aliased, &out[0], sizeof(Poly)), 0);
+      return 0;
+    });
   }
-  while (placed < weight) {
-    const int j = static_cast<int>(SplitMix(s) % kN);
-    if (c.coeffs[j] != 0) continue;
-    const int32_t sign = index == 0 ? 1 : index == 1 ? -1 : (SplitMix(s) & 1 ? 1 : -1);
-    c.coeffs[j] = sign;
-    ++placed;
-  }
-  return c;
 }
 
-// Sparse products c s (s in [-eta, eta], 16-bit path) and c t0 (t0 in (-2^12, 2^12], 32-bit
-// path) for tau = 39, 49, 60 and the edge weights 0, 1 and 64.
-TEST_F(MlDsaAvx2, SparseMul) {
-  uint64_t s = 22;
-  const int weights[] = {39, 49, 60, 64, 1, 0};
+// SampleInBall's constant-time kernels: the AVX2 steps and expansion against the portable ones on
+// the same state and candidates (edge states: empty list, every slot taken, i at 255 / 256,
+// candidates all 0 or all 255; then random states, tau and candidate streams). The end-to-end
+// comparison with FIPS 204 Alg. 29 (every backend, every tau and c~ length) is in
+// test_mldsa_poly.cc.
+TEST_F(MlDsaAvx2, SampleInBallKernels) {
+  uint64_t s = 29;
+  const int taus[] = {39, 49, 60};
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
-    const int weight = weights[n % 6];
-    const int eta = n % 2 ? 2 : 4;
-    const Poly c = MakeChallenge(s, n % 4, weight);
-    const Poly small = MakePoly(s, n, -eta, eta);
-    const Poly large = MakePoly(s, n, -(1 << 12) + 1, 1 << 12);
-    // MakeSparseChallenge on both backends: the position lists must agree.
+    const int tau = taus[n % 3];
+    const uint32_t first = static_cast<uint32_t>(kN - tau);
+    uint8_t pos0[kBallSlots], cand[136];
+    int8_t sgn0[kBallSlots];
+    const uint64_t signs0 = SplitMix(s);
+    const uint32_t i0 = n == 3   ? 255
+                        : n == 5 ? 256
+                        : n < 3  ? first
+                                 : first + static_cast<uint32_t>(SplitMix(s) % (tau + 1));
+    for (int k = 0; k < kBallSlots; ++k) {
+      const uint64_t r = SplitMix(s);
+      pos0[k] = n == 0 ? 0 : static_cast<uint8_t>(r);
+      sgn0[k] = n == 0 ? 0 : n == 1 ? 1 : n == 2 ? -1 : static_cast<int8_t>((r >> 8) % 3) - 1;
+    }
+    const size_t len = n < kEdges ? 136 : 1 + SplitMix(s) % 136;
+    for (size_t t = 0; t < len; ++t) {
+      cand[t] = n == 3 ? 255 : n == 4 ? 0 : static_cast<uint8_t>(SplitMix(s));
+    }
     ASSERT_TRUE(SameOnBothBackends(
         [&](std::vector<Poly>& out) {
-          SparseChallenge lists;
-          MakeSparseChallenge(lists, c);
-          for (int t = 0; t < 64; ++t) out[0].coeffs[t] = t < lists.n ? lists.pos[t] : -1;
-          for (int t = 64; t < kN; ++t) out[0].coeffs[t] = 0;
-          return int64_t{lists.n_plus} << 8 | lists.n;
-        },
-        1))
-        << "challenge #" << n;
-    SparseChallenge ch;
-    MakeSparseChallenge(ch, c);
-    ASSERT_EQ(ch.n, weight);
-    int16_t ext16[2 * kN];
-    int32_t ext32[2 * kN];
-    ExtendSmall(ext16, small);
-    ExtendLarge(ext32, large);
-    ASSERT_TRUE(SameOnBothBackends(
-        [&](std::vector<Poly>& out) {
-          SparseMulSmall(out[0], ext16, ch);
-          SparseMulLarge(out[1], ext32, ch);
+          uint8_t pos[kBallSlots];
+          int8_t sgn[kBallSlots];
+          std::memcpy(pos, pos0, sizeof(pos));
+          std::memcpy(sgn, sgn0, sizeof(sgn));
+          uint32_t i = i0;
+          uint64_t signs = signs0;
+          if (ActiveIsa() == Isa::kPortable) {
+            SampleInBallSteps(pos, sgn, i, first, signs, cand, len);
+            SampleInBallExpand(out[0], pos, sgn, tau);
+          } else {
+            avx2::SampleInBallSteps(pos, sgn, i, first, signs, cand, len);
+            avx2::SampleInBallExpand(out[0], pos, sgn, tau);
+          }
+          for (int k = 0; k < kBallSlots; ++k) {
+            out[1].coeffs[k] = pos[k];
+            out[1].coeffs[kBallSlots + k] = sgn[k];
+          }
+          out[1].coeffs[128] = static_cast<int32_t>(i);
+          out[1].coeffs[129] = static_cast<int32_t>(signs);
+          out[1].coeffs[130] = static_cast<int32_t>(signs >> 32);
+          for (int k = 131; k < kN; ++k) out[1].coeffs[k] = 0;
           return 0;
         },
         2))
-        << "input #" << n << " weight " << weight;
+        << "input #" << n << " (edge patterns < " << kEdges << ")";
   }
 }
 

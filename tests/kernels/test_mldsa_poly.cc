@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/test_support.h"
 // Internal header of pqcd_mldsa (not on the public include path).
 #include "mldsa/poly.h"
+#include "mldsa/sample.h"
 #include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mldsa {
@@ -231,10 +234,47 @@ TEST(MlDsaPoly, NttMultiplicationMatchesSchoolbook) {
   }
 }
 
-// The sparse challenge products equal exact (integer, negacyclic) schoolbook products, on every
-// backend: c with tau = 39 / 49 / 60 nonzero +-1 coefficients, s in [-eta, eta], t0 in
-// (-2^12, 2^12].
-TEST(MlDsaPoly, SparseMulMatchesSchoolbook) {
+// SampleInBall (constant time, secret c~) equals FIPS 204 Alg. 29 (SampleInBallPublic, the plain
+// loop) on every backend: for every c~ length (32, 48, 64 bytes) and every tau (39, 49, 60),
+// edge c~ (all zeros, all ones) and 10,000 random c~ each; then with tiny first budgets so that
+// the continuation (rest of the block, further blocks) runs.
+TEST(MlDsaPoly, SampleInBallMatchesFips) {
+  pqcd::testing::ScopedIsa restore;
+  for (Isa isa : pqcd::testing::SupportedIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    uint64_t seed = 11;
+    int checked = 0;
+    for (size_t len : {32, 48, 64}) {
+      for (int tau : {39, 49, 60}) {
+        for (int n = 0; n < 2 + 10000; ++n) {
+          uint8_t c_tilde[64];
+          for (size_t k = 0; k < len; ++k) {
+            c_tilde[k] = n == 0 ? 0 : n == 1 ? 0xff : static_cast<uint8_t>(SplitMix(seed));
+          }
+          const size_t budget = n % 500 == 7 ? 1 + n % 61 : 0;  // 0: the default budget
+          Poly got, want;
+          SampleInBall(got, c_tilde, len, tau, budget);
+          SampleInBallPublic(want, c_tilde, len, tau);
+          int weight = 0;
+          for (int i = 0; i < kN; ++i) {
+            ASSERT_EQ(got.coeffs[i], want.coeffs[i])
+                << IsaName(isa) << " len " << len << " tau " << tau << " #" << n << " budget "
+                << budget << ": first differing index " << i;
+            weight += want.coeffs[i] != 0;
+          }
+          ASSERT_EQ(weight, tau);
+          ++checked;
+        }
+      }
+    }
+    std::printf("[sampleinball] %s: %d c~ checked\n", std::string(IsaName(isa)).c_str(), checked);
+  }
+}
+
+// The signer's challenge products (NTT(c), pointwise products, inverse NTT, Reduce32) equal exact
+// (integer, negacyclic) schoolbook products on every backend: c from SampleInBall with tau = 39 /
+// 49 / 60, s in [-eta, eta], t0 in (-2^12, 2^12].
+TEST(MlDsaPoly, ChallengeProductsMatchSchoolbook) {
   pqcd::testing::ScopedIsa restore;
   for (Isa isa : pqcd::testing::SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
@@ -242,27 +282,24 @@ TEST(MlDsaPoly, SparseMulMatchesSchoolbook) {
     for (int round = 0; round < 60; ++round) {
       const int tau = round % 3 == 0 ? 39 : round % 3 == 1 ? 49 : 60;
       const int eta = round % 2 ? 2 : 4;
-      Poly c{}, s, t;
-      for (int placed = 0; placed < tau;) {
-        const int j = static_cast<int>(SplitMix(seed) % kN);
-        if (c.coeffs[j] != 0) continue;
-        c.coeffs[j] = (SplitMix(seed) & 1) ? 1 : -1;
-        ++placed;
-      }
+      uint8_t c_tilde[32];
+      for (auto& b : c_tilde) b = static_cast<uint8_t>(SplitMix(seed));
+      Poly c, s, t;
+      SampleInBall(c, c_tilde, sizeof(c_tilde), tau);
       for (int i = 0; i < kN; ++i) {
         s.coeffs[i] = round == 0 ? eta : static_cast<int32_t>(SplitMix(seed) % (2 * eta + 1)) - eta;
         t.coeffs[i] = round == 0 ? (1 << 12) : static_cast<int32_t>(SplitMix(seed) % 8191) - 4095;
       }
-      SparseChallenge ch;
-      MakeSparseChallenge(ch, c);
-      ASSERT_EQ(ch.n, tau);
-      int16_t ext16[2 * kN];
-      int32_t ext32[2 * kN];
-      ExtendSmall(ext16, s);
-      ExtendLarge(ext32, t);
-      Poly cs, ct;
-      SparseMulSmall(cs, ext16, ch);
-      SparseMulLarge(ct, ext32, ch);
+      Poly c_hat = c, s_hat = s, t_hat = t, cs, ct;
+      Ntt(c_hat);
+      Ntt(s_hat);
+      Ntt(t_hat);
+      PointwiseMontgomery(cs, c_hat, s_hat);
+      InvNttToMont(cs);
+      Reduce32(cs);
+      PointwiseMontgomery(ct, c_hat, t_hat);
+      InvNttToMont(ct);
+      Reduce32(ct);
       int64_t want_s[kN] = {}, want_t[kN] = {};
       for (int i = 0; i < kN; ++i) {
         for (int j = 0; j < kN; ++j) {

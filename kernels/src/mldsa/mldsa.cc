@@ -2,13 +2,22 @@
 // HashML-DSA, with external mu. Portable path; the polynomial kernels live in poly.h / sample.h.
 //
 // Constant-time notes:
-//  * Secret polynomials (s1, s2, t0, y, w, c s1, c s2, c t0, z and the hint before acceptance)
-//    only go through the branch-free kernels of poly.h. The products c s1, c s2, c t0 are exact
-//    sums of shifted copies (mldsa::SparseMul*): the positions read depend on the public c only.
-//  * The signing loop branches on its rejection decisions; they are declassified with CtPublic()
-//    first (FIPS 204 §3.6.3: rejected attempts leak only that they were rejected). The commitment
-//    hash c~ is declassified before SampleInBall: it is the public challenge once accepted, and a
-//    rejected c~ is a random-oracle output on a hidden w1.
+//  * Secret polynomials (s1, s2, t0, y, w, c, c s1, c s2, c t0, z and the hint before acceptance)
+//    only go through the branch-free kernels of poly.h.
+//  * The challenge of a signing attempt is secret until that attempt is accepted. Published
+//    side-channel attacks recover the private key from the challenge c (and the response) of
+//    REJECTED attempts: Karabulut et al. (HOST 2021, rejected-signature challenges), Zhou, Wang,
+//    Sun and Yu ("Rejected Signatures' Challenges Pose New Challenges", TCHES 2025(4)) and Liu et
+//    al. (ePrint 2025/582). A rejected c is not public (it is never output) and, combined with
+//    the known rejection condition, it constrains s1 / s2. So c~ is never declassified before
+//    acceptance; SampleInBall (sample.h) is constant time in c~; the products c s1, c s2, c t0
+//    go through NTT(c), pointwise products with NTT(s1 + 2^9 s2), NTT(s2), NTT(t0) and inverse
+//    NTTs (access pattern and branches independent of c).
+//  * Declassified (CtPublic) in signing: the three rejection verdicts of each attempt (z norm,
+//    r0 norm, c t0 norm + hint weight; FIPS 204 §3.6.3: a rejected attempt reveals only that it
+//    was rejected), SampleInBall's "budget sufficed" bit (false with probability < 2^-69), and,
+//    once an attempt is accepted, c~, z and h (the signature).
+//  * Verification works on public data only (SampleInBallPublic may branch on c~).
 //  * ExpandA works on the public rho; SampleEtaPolys declassifies only its accept pattern.
 //  * Every secret temporary lives in a stack struct that is wiped on every return path.
 #include "pqcd/kernels/mldsa.h"
@@ -310,19 +319,22 @@ struct Impl {
   static_assert(kSig == kCTildeBytes + L * kZBytes + kOmega + K);
   static_assert(K * L <= 256 && kMaxSignAttempts * L < 65536, "nonces fit in 16 bits");
 
-  // The signer's view of a private key: A-hat, and s1, s2, t0 as negacyclic extensions for the
-  // exact sparse products with c (mldsa::SparseMul*; no NTT needed). The public members come
-  // first: WipeSecrets() wipes from s1_ext on (A-hat is most of the struct).
+  // The signer's view of a private key: A-hat, and s1, s2, t0 in the NTT domain for the
+  // constant-time challenge products (NTT(c) times these, inverse NTT). s1[j] and s2[j] (j < l)
+  // share one polynomial, s1[j] + 2^9 s2[j]: one inverse NTT gives c s1[j] + 2^9 c s2[j], exact
+  // (|c s1|, |c s2| <= beta < 256), which mldsa::SplitLow9 splits. The public members come first:
+  // WipeSecrets() wipes from s12_hat on (A-hat is most of the struct).
+  static_assert(K >= L && kBeta < 256);
   struct alignas(64) SigningKey {
-    Poly a[K][L];  // A-hat (public, from rho)
-    alignas(64) int32_t t0_ext[K][2 * kN];
-    int16_t s1_ext[L][2 * kN];
-    int16_t s2_ext[K][2 * kN];
+    Poly a[K][L];           // A-hat (public, from rho)
+    PolyVec<L> s12_hat;     // NTT(s1[j] + 2^9 s2[j])
+    PolyVec<K - L> s2_hat;  // NTT(s2[l + r]), r < k - l
+    PolyVec<K> t0_hat;
     uint8_t rho[32];
     uint8_t key[32];
     uint8_t tr[64];
   };
-  static WipeOnExit WipeSecrets(SigningKey& key) { return WipeFrom(key, key.t0_ext); }
+  static WipeOnExit WipeSecrets(SigningKey& key) { return WipeFrom(key, key.s12_hat); }
 
   // ExpandA (Alg. 32): A[r][s] = RejNTTPoly(rho || s || r).
   // rider (optional): a hash that rides along ExpandA's permutations (tr = H(pk) in verification).
@@ -378,7 +390,7 @@ struct Impl {
   };
 
   // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, rho, K, tr) and, when
-  // sk != nullptr, skEncode into sk; with want_signing_key also the s1, s2, t0 extensions.
+  // sk != nullptr, skEncode into sk; with want_signing_key also s12-hat, s2-hat and t0-hat.
   static constexpr uint8_t kKL[2] = {static_cast<uint8_t>(K), static_cast<uint8_t>(L)};
 
   static void KeyGenCore(const uint8_t xi[32], uint8_t* pk, uint8_t* sk, SigningKey& key,
@@ -440,12 +452,25 @@ struct Impl {
       for (int i = 0; i < K; ++i, p += kT0Bytes) mldsa::PackT0(p, ws.t[i]);
     }
     if (want_signing_key) {
-      for (int j = 0; j < L; ++j) mldsa::ExtendSmall(key.s1_ext[j], ws.s1[j]);
       for (int i = 0; i < K; ++i) {
-        mldsa::ExtendSmall(key.s2_ext[i], ws.s2[i]);
-        mldsa::ExtendLarge(key.t0_ext[i], ws.t[i]);  // t0, |t0| <= 2^12
+        SetS2(key, i, ws.s1, ws.s2[i]);
+        key.t0_hat[i] = ws.t[i];  // t0, |t0| <= 2^12
+        mldsa::Ntt(key.t0_hat[i]);
       }
     }
+  }
+
+  // Stores s2[i] into the signing key: s12_hat[i] = NTT(s1[i] + 2^9 s2[i]) for i < l (s1[i] taken
+  // from s1, which may be key.s12_hat itself), s2_hat[i - l] = NTT(s2[i]) otherwise.
+  template <size_t N>
+  static void SetS2(SigningKey& key, int i, const PolyVec<N>& s1, const Poly& s2) {
+    Poly& out = i < L ? key.s12_hat[i] : key.s2_hat[i - L];
+    if (i < L) {  // public index
+      for (int n = 0; n < kN; ++n) out.coeffs[n] = s1[i].coeffs[n] + s2.coeffs[n] * (1 << 9);
+    } else {
+      out = s2;
+    }
+    mldsa::Ntt(out);
   }
 
   // skDecode (Alg. 25) into the signer's form. Rejects s1/s2 coefficients outside [-eta, eta].
@@ -455,20 +480,18 @@ struct Impl {
     std::memcpy(key.tr, sk + 64, 64);
     const uint8_t* p = sk + 128;
     uint32_t bad = 0;
-    Poly tmp;  // secret, wiped below
-    for (int j = 0; j < L; ++j, p += kEtaBytes) {
-      bad |= mldsa::UnpackEta<kEta>(tmp, p);  // decoded range [eta - 7 or -11, eta]
-      mldsa::ExtendSmall(key.s1_ext[j], tmp);
-    }
+    // Decoded range [eta - 7 or -11, eta]: |s1 + 2^9 s2| < q for the NTT.
+    for (int j = 0; j < L; ++j, p += kEtaBytes) bad |= mldsa::UnpackEta<kEta>(key.s12_hat[j], p);
+    Poly s2;  // secret, wiped below
     for (int i = 0; i < K; ++i, p += kEtaBytes) {
-      bad |= mldsa::UnpackEta<kEta>(tmp, p);
-      mldsa::ExtendSmall(key.s2_ext[i], tmp);
+      bad |= mldsa::UnpackEta<kEta>(s2, p);
+      SetS2(key, i, key.s12_hat, s2);
     }
+    SecureZero(&s2, sizeof(s2));
     for (int i = 0; i < K; ++i, p += kT0Bytes) {
-      mldsa::UnpackT0(tmp, p);
-      mldsa::ExtendLarge(key.t0_ext[i], tmp);
+      mldsa::UnpackT0(key.t0_hat[i], p);  // (-2^12, 2^12]
+      mldsa::Ntt(key.t0_hat[i]);
     }
-    SecureZero(&tmp, sizeof(tmp));
     CtPublic(&bad, sizeof(bad));  // only "malformed or not" is revealed
     if (bad != 0) {
       return absl::InvalidArgumentError(
@@ -501,8 +524,8 @@ struct Impl {
     PolyVec<K> h;   // c s2, then c t0, then the hint
     uint8_t rho_pp[64];
     uint8_t w1_packed[K * kW1Bytes];
-    Poly c;  // public (from the declassified c~): not wiped
-    mldsa::SparseChallenge ch;
+    uint8_t c_tilde[kCTildeBytes];  // secret until the attempt is accepted
+    Poly c_hat;                     // NTT(c): secret until the attempt is accepted
   };
 
   static absl::Status SignWithKey(const SigningKey& key, const uint8_t mu[64],
@@ -515,6 +538,7 @@ struct Impl {
     h.Absorb(Bytes(rnd, 32));
     h.Absorb(Bytes(mu, 64));
     h.Squeeze(rho_pp);
+    h.Reset();  // wipes the sponge (it absorbed K)
     return SignWithRhoPP(key, mu, rho_pp, sig);
   }
 
@@ -522,9 +546,8 @@ struct Impl {
   static absl::Status SignWithRhoPP(const SigningKey& key, const uint8_t mu[64],
                                     const uint8_t rho_pp[64], uint8_t* sig) {
     SignScratch ws;
-    const WipeOnExit wipe(&ws, offsetof(SignScratch, c));
+    ZeroOnExit wipe(ws);
     std::memcpy(ws.rho_pp, rho_pp, 64);
-    uint8_t* c_tilde = sig;
     for (int attempt = 0, kappa = 0; attempt < kMaxSignAttempts; ++attempt, kappa += L) {
       ExpandMask(ws.y, ws.rho_pp, kappa);  // (-gamma1, gamma1]
       // w = InvNTT(A-hat * NTT(y)); (w1, w0) = Decompose(w)
@@ -537,32 +560,41 @@ struct Impl {
         mldsa::Decompose<kGamma2>(ws.w1[i], ws.w0[i], ws.w1[i]);
         mldsa::PackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w1[i]);
       }
-      // c~ = H(mu || w1Encode(w1), lambda / 4), written straight into the signature.
+      // c~ = H(mu || w1Encode(w1), lambda / 4). c~ and c stay secret until the attempt is
+      // accepted: SampleInBall and the products with c are constant time.
       {
         Shake256 h;
         h.Absorb(Bytes(mu, 64));
         h.Absorb(ws.w1_packed);
-        h.Squeeze(MutBytes(c_tilde, kCTildeBytes));
+        h.Squeeze(MutBytes(ws.c_tilde, kCTildeBytes));
+        h.Reset();  // wipes the sponge
       }
-      CtPublic(c_tilde, kCTildeBytes);
-      mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
-      mldsa::MakeSparseChallenge(ws.ch, ws.c);
+      mldsa::SampleInBall(ws.c_hat, ws.c_tilde, kCTildeBytes, kTau);
+      mldsa::Ntt(ws.c_hat);
 
-      // z = y + c s1 (exact: |c s1| <= beta); reject if ||z|| >= gamma1 - beta.
+      // z = y + c s1 (c s2[j] for j < l comes along, into h[j]); reject if
+      // ||z|| >= gamma1 - beta.
       uint32_t reject = 0;
       for (int j = 0; j < L; ++j) {
-        mldsa::SparseMulSmall(ws.z[j], key.s1_ext[j], ws.ch);
-        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);  // |.| <= gamma1 + beta
+        mldsa::PointwiseMontgomery(ws.z[j], ws.c_hat, key.s12_hat[j]);
+        mldsa::InvNttToMont(ws.z[j]);
+        mldsa::Reduce32(ws.z[j]);                     // exact c s1 + 2^9 c s2, |.| <= 513 beta
+        mldsa::SplitLow9(ws.z[j], ws.h[j], ws.z[j]);  // c s1, c s2
+        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);        // |.| <= gamma1 + beta
         reject |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
       }
       CtPublic(&reject, sizeof(reject));
       if (reject != 0) continue;
 
-      // r0 = LowBits(w - c s2) = w0 - c s2 (exact integers; equal to LowBits while the bound
-      // holds); reject if ||r0|| >= gamma2 - beta.
+      // r0 = LowBits(w - c s2) = w0 - c s2 (exact while the bound holds); reject if
+      // ||r0|| >= gamma2 - beta.
       for (int i = 0; i < K; ++i) {
-        mldsa::SparseMulSmall(ws.h[i], key.s2_ext[i], ws.ch);
-        mldsa::Sub(ws.w0[i], ws.w0[i], ws.h[i]);
+        if (i >= L) {  // public index
+          mldsa::PointwiseMontgomery(ws.h[i], ws.c_hat, key.s2_hat[i - L]);
+          mldsa::InvNttToMont(ws.h[i]);
+          mldsa::Reduce32(ws.h[i]);  // exact c s2
+        }
+        mldsa::Sub(ws.w0[i], ws.w0[i], ws.h[i]);  // exact, |.| <= gamma2 + beta
         reject |= mldsa::ExceedsNorm(ws.w0[i], kGamma2 - kBeta);
       }
       CtPublic(&reject, sizeof(reject));
@@ -571,7 +603,9 @@ struct Impl {
       // c t0; reject if ||c t0|| >= gamma2. h = MakeHint(-c t0, w - c s2 + c t0).
       unsigned ones = 0;
       for (int i = 0; i < K; ++i) {
-        mldsa::SparseMulLarge(ws.h[i], key.t0_ext[i], ws.ch);  // exact, |c t0| <= tau 2^12
+        mldsa::PointwiseMontgomery(ws.h[i], ws.c_hat, key.t0_hat[i]);
+        mldsa::InvNttToMont(ws.h[i]);
+        mldsa::Reduce32(ws.h[i]);  // exact, |c t0| <= tau 2^12
         reject |= mldsa::ExceedsNorm(ws.h[i], kGamma2);
         mldsa::Add(ws.w0[i], ws.w0[i], ws.h[i]);
         ones += mldsa::MakeHint<kGamma2>(ws.h[i], ws.w0[i], ws.w1[i]);
@@ -580,7 +614,9 @@ struct Impl {
       CtPublic(&reject, sizeof(reject));
       if (reject != 0) continue;
 
-      // Accepted: sigEncode(c~, z, h) (Alg. 26). z and h are now public.
+      // Accepted: sigEncode(c~, z, h) (Alg. 26). c~, z and h are now public.
+      std::memcpy(sig, ws.c_tilde, kCTildeBytes);
+      CtPublic(sig, kCTildeBytes);
       CtPublic(ws.z.data(), sizeof(ws.z));
       CtPublic(ws.h.data(), sizeof(ws.h));
       uint8_t* p = sig + kCTildeBytes;
@@ -639,7 +675,7 @@ struct Impl {
     }
     if (too_big != 0) return false;
 
-    mldsa::SampleInBall(ws.c, c_tilde, kCTildeBytes, kTau);
+    mldsa::SampleInBallPublic(ws.c, c_tilde, kCTildeBytes, kTau);  // public c~: may branch
     mldsa::Ntt(ws.c);
     for (int j = 0; j < L; ++j) mldsa::Ntt(ws.z[j]);  // |z| < gamma1 < q
 
@@ -981,7 +1017,7 @@ void MlDsa<K, L>::KeyGenInternal(std::span<const uint8_t, 32> xi,
                                  std::span<uint8_t, kPrivateKeyBytes> sk) {
   using I = Impl<K, L>;
   typename I::SigningKey key;
-  // Only K is secret here (the s1, s2, t0 extensions stay unused without want_signing_key).
+  // Only K is secret here (s12-hat, s2-hat and t0-hat stay unused without want_signing_key).
   const WipeOnExit wipe_k(key.key, sizeof(key.key));
   I::KeyGenCore(xi.data(), pk.data(), sk.data(), key, /*want_signing_key=*/false);
 }

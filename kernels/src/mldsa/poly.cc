@@ -3,7 +3,6 @@
 #include "mldsa/poly.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -222,70 +221,14 @@ void ShiftLeftD(Poly& a) {
   for (int i = 0; i < kN; ++i) a.coeffs[i] <<= kD;
 }
 
-// ---- Sparse challenge products -----------------------------------------------------------------
-
-void MakeSparseChallenge(SparseChallenge& ch, const Poly& c) {
-  if (UseAvx2()) return avx2::MakeSparseChallenge(ch, c);
-  // Sign masks per 64 coefficients (branch-free), then the set bits in order (public data).
-  uint64_t plus[4] = {}, minus[4] = {};
+void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
+  if (UseAvx2()) return avx2::SplitLow9(lo, hi, v);
   for (int i = 0; i < kN; ++i) {
-    const int32_t v = c.coeffs[i];
-    plus[i / 64] |= static_cast<uint64_t>(static_cast<uint32_t>(-v) >> 31) << (i % 64);  // v > 0
-    minus[i / 64] |= static_cast<uint64_t>(static_cast<uint32_t>(v) >> 31) << (i % 64);  // v < 0
+    const int32_t x = v.coeffs[i];
+    const int32_t l = ((x + 256) & 511) - 256;
+    hi.coeffs[i] = (x - l) >> 9;  // exact: x - l is a multiple of 2^9
+    lo.coeffs[i] = l;
   }
-  int n = 0;
-  for (int w = 0; w < 4; ++w) {
-    for (uint64_t m = plus[w]; m != 0 && n < 64; m &= m - 1) {
-      ch.pos[n++] = static_cast<uint16_t>(64 * w + std::countr_zero(m));
-    }
-  }
-  ch.n_plus = n;
-  for (int w = 0; w < 4; ++w) {
-    for (uint64_t m = minus[w]; m != 0 && n < 64; m &= m - 1) {
-      ch.pos[n++] = static_cast<uint16_t>(64 * w + std::countr_zero(m));
-    }
-  }
-  ch.n = n;
-}
-
-void ExtendSmall(int16_t ext[2 * kN], const Poly& s) {
-  for (int i = 0; i < kN; ++i) {
-    ext[i] = static_cast<int16_t>(-s.coeffs[i]);
-    ext[kN + i] = static_cast<int16_t>(s.coeffs[i]);
-  }
-}
-
-void ExtendLarge(int32_t ext[2 * kN], const Poly& s) {
-  for (int i = 0; i < kN; ++i) {
-    ext[i] = static_cast<int32_t>(0u - static_cast<uint32_t>(s.coeffs[i]));
-    ext[kN + i] = s.coeffs[i];
-  }
-}
-
-namespace {
-template <class T>
-inline void SparseMulPortable(Poly& out, const T* ext, const SparseChallenge& ch) {
-  int32_t* r = out.coeffs;
-  for (int i = 0; i < kN; ++i) r[i] = 0;
-  for (int t = 0; t < ch.n; ++t) {
-    const T* p = ext + kN - ch.pos[t];
-    if (t < ch.n_plus) {
-      for (int i = 0; i < kN; ++i) r[i] += p[i];
-    } else {
-      for (int i = 0; i < kN; ++i) r[i] -= p[i];
-    }
-  }
-}
-}  // namespace
-
-void SparseMulSmall(Poly& out, const int16_t ext[2 * kN], const SparseChallenge& ch) {
-  if (UseAvx2()) return avx2::SparseMulSmall(out, ext, ch);
-  SparseMulPortable(out, ext, ch);
-}
-
-void SparseMulLarge(Poly& out, const int32_t ext[2 * kN], const SparseChallenge& ch) {
-  if (UseAvx2()) return avx2::SparseMulLarge(out, ext, ch);
-  SparseMulPortable(out, ext, ch);
 }
 
 // ---- Rounding --------------------------------------------------------------------------------

@@ -63,30 +63,11 @@ void Sub(Poly& c, const Poly& a, const Poly& b);
 // a_i = a_i * 2^13. In: a_i in [0, 2^10). Out: [0, q).
 void ShiftLeftD(Poly& a);
 
-// ---- Products with the sparse challenge c (SampleInBall output) -------------------------------
-//
-// c has tau <= 64 coefficients in {-1, +1} and is public, so c * s can be computed exactly in the
-// normal domain as a signed sum of tau negacyclic shifts of s: (X^j s)_i = ext[kN - j + i] with
-// ext[m] = -s_m and ext[kN + m] = s_m (m in [0, kN)). The sums are exact integers (no reduction),
-// so both backends agree trivially; which positions are read depends only on c.
-
-// The nonzero positions of c: pos[0..n_plus) hold +1, pos[n_plus..n) hold -1.
-struct SparseChallenge {
-  uint16_t pos[64];
-  int n_plus = 0;
-  int n = 0;
-};
-// In: c_i in {-1, 0, 1}, at most 64 nonzero (public data: may branch).
-void MakeSparseChallenge(SparseChallenge& ch, const Poly& c);
-
-// ext as above, 2 kN entries. In: |s_i| < 2^15 (ExtendSmall), any int32 (ExtendLarge).
-void ExtendSmall(int16_t ext[2 * kN], const Poly& s);
-void ExtendLarge(int32_t ext[2 * kN], const Poly& s);
-
-// out = c * s exactly. SparseMulSmall: in: ch.n * max |s_i| < 2^15 (e.g. tau eta <= 240); the
-// 16-bit sums never wrap. SparseMulLarge: ch.n * max |s_i| < 2^31 (e.g. tau 2^12).
-void SparseMulSmall(Poly& out, const int16_t ext[2 * kN], const SparseChallenge& ch);
-void SparseMulLarge(Poly& out, const int32_t ext[2 * kN], const SparseChallenge& ch);
+// Splits exact integers v_i = lo_i + 2^9 hi_i with lo_i in [-256, 256): lo_i = ((v_i + 256) mod
+// 2^9) - 256, hi_i = (v_i - lo_i) / 2^9. In: |v_i| < 2^30. lo may alias v.
+// The signer gets c s1 + 2^9 c s2 from one inverse NTT (|c s1|, |c s2| <= beta < 256) and splits
+// it into c s1 (lo) and c s2 (hi).
+void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
 
 // ---- Rounding (FIPS 204 §7.4) ----------------------------------------------------------------
 

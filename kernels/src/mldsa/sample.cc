@@ -204,7 +204,7 @@ void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t*
   });
 }
 
-void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) {
+void SampleInBallPublic(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) {
   constexpr size_t kRate = Shake256::kRateBytes;
   alignas(64) uint8_t buf[kRate];
   Shake256 xof;
@@ -228,6 +228,100 @@ void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau) 
     c.coeffs[j] = 1 - 2 * static_cast<int32_t>(signs & 1);
     signs >>= 1;
   }
+}
+
+namespace {
+// All-ones byte when x == y (x, y < 2^31), else 0; no branch.
+inline uint8_t EqMask(uint32_t x, uint32_t y) {
+  return static_cast<uint8_t>(0u - (((x ^ y) - 1) >> 31));
+}
+}  // namespace
+
+void SampleInBallSteps(uint8_t pos[kBallSlots], int8_t sgn[kBallSlots], uint32_t& i_io,
+                       uint32_t first, uint64_t& signs_io, const uint8_t* cand, size_t n) {
+  uint32_t i = i_io;
+  uint64_t signs = signs_io;
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t b = cand[t];
+    // accept = i <= 255 and b <= i (i <= 256, b <= 255: the differences fit easily).
+    const uint32_t a = (i - 256) >> 31 & ((b - i - 1) >> 31);
+    const uint8_t am = static_cast<uint8_t>(0u - a);
+    const uint8_t s = static_cast<uint8_t>(1 - 2 * static_cast<int32_t>(signs & 1));
+    const uint32_t slot = i - first;
+    for (uint32_t k = 0; k < kBallSlots; ++k) {
+      // c[i] = c[b]: the entry at position b (if any) moves to i; then c[b] = s in slot `slot`.
+      uint8_t p = pos[k];
+      const uint8_t move = EqMask(p, b) & am;
+      p = static_cast<uint8_t>(p ^ ((p ^ i) & move));
+      const uint8_t put = EqMask(k, slot) & am;
+      pos[k] = static_cast<uint8_t>(p ^ ((p ^ b) & put));
+      sgn[k] = static_cast<int8_t>(static_cast<uint8_t>(sgn[k]) ^ ((sgn[k] ^ s) & put));
+    }
+    i += a;
+    signs >>= a;
+  }
+  i_io = i;
+  signs_io = signs;
+}
+
+void SampleInBallExpand(Poly& c, const uint8_t pos[kBallSlots], const int8_t sgn[kBallSlots],
+                        int used) {
+  alignas(64) uint8_t c8[kN] = {};
+  for (int t = 0; t < used; ++t) {
+    const uint32_t p = pos[t];
+    const uint8_t v = static_cast<uint8_t>(sgn[t]);
+    for (uint32_t k = 0; k < kN; ++k) c8[k] |= v & EqMask(k, p);
+  }
+  for (int k = 0; k < kN; ++k) c.coeffs[k] = static_cast<int8_t>(c8[k]);
+  SecureZero(c8, sizeof(c8));
+}
+
+void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau,
+                  size_t first_budget) {
+  constexpr size_t kRate = Shake256::kRateBytes;
+  struct alignas(64) State {
+    uint8_t buf[kRate];
+    uint8_t pos[kBallSlots];
+    int8_t sgn[kBallSlots];
+    uint64_t signs;
+    uint32_t i;
+  };
+  State st;
+  ZeroOnExit wipe(st);
+  const bool avx2 = ActiveIsa() != Isa::kPortable;
+  auto steps = avx2 ? avx2::SampleInBallSteps : SampleInBallSteps;
+  Shake256 xof;
+  xof.Absorb(Bytes(c_tilde, c_tilde_len));
+  xof.Finalize();
+  xof.SqueezeBlocks(st.buf, 1);
+  st.signs = 0;
+  for (int k = 0; k < 8; ++k) st.signs |= static_cast<uint64_t>(st.buf[k]) << (8 * k);
+  std::memset(st.pos, 0, sizeof(st.pos));
+  std::memset(st.sgn, 0, sizeof(st.sgn));
+  const uint32_t first = static_cast<uint32_t>(kN - tau);
+  st.i = first;
+  size_t budget = first_budget != 0 ? first_budget : SampleInBallBudget(tau);
+  budget = std::min(budget, kRate - 8);
+  steps(st.pos, st.sgn, st.i, first, st.signs, st.buf + 8, budget);
+  size_t pos = 8 + budget;
+  for (;;) {
+    // Only "all tau positions placed" is revealed (almost always true after the first budget).
+    uint32_t done = ((st.i ^ static_cast<uint32_t>(kN)) - 1) >> 31;
+    CtPublic(&done, sizeof(done));
+    if (done != 0) break;
+    if (pos == kRate) {
+      xof.SqueezeBlocks(st.buf, 1);
+      pos = 0;
+    }
+    steps(st.pos, st.sgn, st.i, first, st.signs, st.buf + pos, kRate - pos);
+    pos = kRate;
+  }
+  if (avx2) {
+    avx2::SampleInBallExpand(c, st.pos, st.sgn, tau);
+  } else {
+    SampleInBallExpand(c, st.pos, st.sgn, tau);
+  }
+  xof.Reset();  // wipes the sponge (it holds secret XOF state)
 }
 
 template int RejectEta<2>(int32_t*, int, const uint8_t*, size_t);

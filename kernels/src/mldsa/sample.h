@@ -47,8 +47,43 @@ int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len);
 template <int Gamma1Bits>
 void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t* nonces, size_t n);
 
-// SampleInBall (Alg. 29): tau coefficients in {-1, +1}, the rest 0. c_tilde is public (part of the
-// signature; the signer declassifies it first).
-void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau);
+// SampleInBall (Alg. 29): tau coefficients in {-1, +1}, the rest 0.
+//
+// SampleInBall is the signer's constant-time version: c_tilde and c are secret until the attempt
+// is accepted (a rejected attempt's challenge leaks the key; see mldsa.cc). It squeezes one
+// SHAKE256 block: 8 sign bytes, then a fixed budget of candidate bytes (SampleInBallBudget(tau),
+// at most 128). Every candidate is processed the same way, with masks: accept = (i <= 255 and
+// b <= i), and the Fisher-Yates step c[i] = c[b], c[b] = +-1 is applied to a list of the
+// nonzero coefficients (position, sign): the entry at position b, if any, moves to position i
+// (c[i] = c[b]), and (b, sign) is written to list slot i - (256 - tau), all as compares and
+// blends over the 64 slots. At the end the list is expanded into c with compares over all 256
+// positions. No branch or memory index depends on the XOF output. The only revealed bit is
+// whether the budget produced all tau positions; it does not with probability below 2^-69 (tau
+// 39: 80 bytes, 2^-77; tau 49: 96 bytes, 2^-69.5; tau 60: 128 bytes, 2^-87.7; exact
+// computation of the accept chain). If not, the rest of the block and then whole further blocks
+// (136 candidates each) are processed the same way, one fixed-size budget at a time. The output
+// equals Alg. 29 exactly. first_budget (tests only) overrides the first budget, to exercise the
+// continuation. Dispatches to the AVX2 kernels when the active ISA allows.
+inline constexpr size_t SampleInBallBudget(int tau) {
+  return tau <= 39 ? 80 : tau <= 49 ? 96 : 128;
+}
+void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau,
+                  size_t first_budget = 0);
+
+// SampleInBall for a public c_tilde (verification): the plain FIPS 204 loop, with branches and
+// memory indices that depend on c_tilde. Same output as SampleInBall.
+void SampleInBallPublic(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau);
+
+// SampleInBall's constant-time kernels (portable; the AVX2 ones are avx2::SampleInBallSteps /
+// SampleInBallExpand with the same contract). The state is a list of 64 slots, pos[t] and sgn[t]
+// (sign in {-1, +1}; 0 for an unused slot, whose position is meaningless), i (the next position,
+// 256 - tau .. 256; slot i - first is the next free one, first = 256 - tau) and signs (the unused
+// sign bits, next one lowest). Steps processes candidate bytes cand[0..n); Expand writes c from
+// slots [0, used) (positions of used slots are distinct).
+inline constexpr int kBallSlots = 64;
+void SampleInBallSteps(uint8_t pos[kBallSlots], int8_t sgn[kBallSlots], uint32_t& i, uint32_t first,
+                       uint64_t& signs, const uint8_t* cand, size_t n);
+void SampleInBallExpand(Poly& c, const uint8_t pos[kBallSlots], const int8_t sgn[kBallSlots],
+                        int used);
 
 }  // namespace pqcd::kernels::mldsa

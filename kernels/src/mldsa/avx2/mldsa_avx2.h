@@ -19,14 +19,12 @@ void Ntt(Poly& a);
 void InvNttToMont(Poly& a);
 void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
-void MakeSparseChallenge(SparseChallenge& ch, const Poly& c);
-void SparseMulSmall(Poly& out, const int16_t* ext, const SparseChallenge& ch);
-void SparseMulLarge(Poly& out, const int32_t* ext, const SparseChallenge& ch);
 void Reduce32(Poly& a);
 void CAddQ(Poly& a);
 void Add(Poly& c, const Poly& a, const Poly& b);
 void Sub(Poly& c, const Poly& a, const Poly& b);
 void ShiftLeftD(Poly& a);
+void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
 void Power2Round(Poly& t1, Poly& t0, const Poly& t);
 // Gamma2 is (q-1)/88 or (q-1)/32 (the only instantiations).
 void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r);
@@ -62,5 +60,12 @@ int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len);
 // loop in sample.cc.
 int RejectEta2(int32_t* a, int count, const uint8_t* buf, size_t len);
 int RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len);
+
+// SampleInBall's constant-time kernels (sample_avx2.cc; candidates and state are secret): same
+// contract and result as the portable mldsa::SampleInBallSteps / SampleInBallExpand (sample.h).
+// The 64-slot list lives in 2 + 2 registers of 32 int8 lanes; every step is compares and blends.
+void SampleInBallSteps(uint8_t* pos, int8_t* sgn, uint32_t& i, uint32_t first, uint64_t& signs,
+                       const uint8_t* cand, size_t n);
+void SampleInBallExpand(Poly& c, const uint8_t* pos, const int8_t* sgn, int used);
 
 }  // namespace pqcd::kernels::mldsa::avx2

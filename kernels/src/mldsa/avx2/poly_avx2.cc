@@ -8,8 +8,6 @@
 //    64 coefficients layers len 16 and 8 across registers and len 4, 2, 1 on register pairs
 //    (16 coefficients) regrouped with vperm2i128 / vpunpck / vshufps / 32-bit shift+blend and put
 //    back afterwards. The inverse runs the same passes in reverse order.
-//  * Sparse challenge products (c s1, c s2, c t0) are exact sums of unaligned loads at public
-//    offsets (vpaddw / vpaddd with memory operands).
 //  * Divisions by constants are the same multiply-shift sequences (vpmuludq, 64-bit products).
 // Helpers are static / anonymous-namespace only: nothing here may be shared with baseline files.
 #include <immintrin.h>
@@ -220,14 +218,6 @@ PQCD_AI void StdToL1(__m256i a, __m256i b, __m256i& x, __m256i& y) {
   const __m256 q = _mm256_castsi256_ps(_mm256_permute2x128_si256(a, b, 0x31));  // c4-7 | c12-15
   x = _mm256_castps_si256(_mm256_shuffle_ps(p, q, 0x88));  // c0 c2 c4 c6 | c8 ..
   y = _mm256_castps_si256(_mm256_shuffle_ps(p, q, 0xDD));  // c1 c3 c5 c7 | c9 ..
-}
-
-// Hides p's derivation from the optimizer so that p + k stays one base register plus a constant
-// displacement (otherwise GCC rebuilds every address from the original base and index).
-template <class T>
-PQCD_AI const T* Opaque(const T* p) {
-  asm("" : "+r"(p));
-  return p;
 }
 
 PQCD_AI __m256i TableVec(const int32_t (&row)[8]) {
@@ -494,84 +484,6 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
   }
 }
 
-// ---- Sparse challenge products (exact integer sums; positions are public) -----------------------
-
-void MakeSparseChallenge(SparseChallenge& ch, const Poly& c) {
-  // Sign masks per 64 coefficients, then the set bits in order (public data: may branch).
-  uint64_t plus[4] = {}, minus[4] = {};
-  const __m256i zero = _mm256_setzero_si256();
-  for (int i = 0; i < kN / 8; ++i) {
-    const __m256i v = Load(c.coeffs + 8 * i);
-    const uint64_t p =
-        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, zero))));
-    const uint64_t m =
-        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(zero, v))));
-    plus[i / 8] |= p << (8 * (i % 8));
-    minus[i / 8] |= m << (8 * (i % 8));
-  }
-  int n = 0;
-  for (int w = 0; w < 4; ++w) {
-    for (uint64_t m = plus[w]; m != 0 && n < 64; m &= m - 1) {
-      ch.pos[n++] = static_cast<uint16_t>(64 * w + __builtin_ctzll(m));
-    }
-  }
-  ch.n_plus = n;
-  for (int w = 0; w < 4; ++w) {
-    for (uint64_t m = minus[w]; m != 0 && n < 64; m &= m - 1) {
-      ch.pos[n++] = static_cast<uint16_t>(64 * w + __builtin_ctzll(m));
-    }
-  }
-  ch.n = n;
-}
-
-void SparseMulSmall(Poly& out, const int16_t* ext, const SparseChallenge& ch) {
-  // Two halves of 128 coefficients, 8 accumulators of 16 x int16 each; every term is one
-  // unaligned vpaddw / vpsubw with a memory operand.
-  for (int half = 0; half < 2; ++half) {
-    const int16_t* base = ext + kN + 128 * half;
-    __m256i acc[8];
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_si256();
-    int t = 0;
-    for (; t < ch.n_plus; ++t) {
-      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi16(acc[k], _mm256_loadu_si256(p + k));
-    }
-    for (; t < ch.n; ++t) {
-      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_sub_epi16(acc[k], _mm256_loadu_si256(p + k));
-    }
-    int32_t* r = out.coeffs + 128 * half;
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      Store(r + 16 * k, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(acc[k])));
-      Store(r + 16 * k + 8, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(acc[k], 1)));
-    }
-  }
-}
-
-void SparseMulLarge(Poly& out, const int32_t* ext, const SparseChallenge& ch) {
-  for (int quarter = 0; quarter < 4; ++quarter) {
-    const int32_t* base = ext + kN + 64 * quarter;
-    __m256i acc[8];
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_si256();
-    int t = 0;
-    for (; t < ch.n_plus; ++t) {
-      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi32(acc[k], _mm256_loadu_si256(p + k));
-    }
-    for (; t < ch.n; ++t) {
-      const __m256i* p = Opaque(reinterpret_cast<const __m256i*>(base - ch.pos[t]));
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_sub_epi32(acc[k], _mm256_loadu_si256(p + k));
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) Store(out.coeffs + 64 * quarter + 8 * k, acc[k]);
-  }
-}
-
 // ---- Reductions and linear operations ---------------------------------------------------------
 
 void Reduce32(Poly& a) {
@@ -609,6 +521,17 @@ void ShiftLeftD(Poly& a) {
 }
 
 // ---- Rounding ---------------------------------------------------------------------------------
+
+void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
+  const __m256i off = _mm256_set1_epi32(256);
+  const __m256i mask = _mm256_set1_epi32(511);
+  for (int i = 0; i < kN; i += 8) {
+    const __m256i x = Load(v.coeffs + i);
+    const __m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_add_epi32(x, off), mask), off);
+    Store(hi.coeffs + i, _mm256_srai_epi32(_mm256_sub_epi32(x, l), 9));
+    Store(lo.coeffs + i, l);
+  }
+}
 
 void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
   const __m256i bias = _mm256_set1_epi32((1 << (kD - 1)) - 1);

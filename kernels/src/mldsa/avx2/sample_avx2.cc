@@ -154,4 +154,75 @@ int RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len) {
   return RejectEtaT<4>(a, count, buf, len);
 }
 
+void SampleInBallSteps(uint8_t* pos_io, int8_t* sgn_io, uint32_t& i_io, uint32_t first,
+                       uint64_t& signs_io, const uint8_t* cand, size_t n) {
+  const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                        17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  const __m256i slot_idx[2] = {lane, _mm256_add_epi8(lane, _mm256_set1_epi8(32))};
+  __m256i pos[2], sgn[2];
+  for (int h = 0; h < 2; ++h) {
+    pos[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pos_io + 32 * h));
+    sgn[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sgn_io + 32 * h));
+  }
+  uint32_t i = i_io;
+  uint64_t signs = signs_io;
+  // Position i and slot i - first as byte vectors; both advance by one per accepted candidate.
+  __m256i iv = _mm256_set1_epi8(static_cast<char>(i));
+  __m256i slotv = _mm256_set1_epi8(static_cast<char>(i - first));
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t b = cand[t];
+    // accept = i <= 255 and b <= i.
+    const uint32_t a = (i - 256) >> 31 & ((b - i - 1) >> 31);
+    const __m256i am = _mm256_set1_epi8(static_cast<char>(0u - a));
+    const __m256i bv = _mm256_set1_epi8(static_cast<char>(b));
+    const __m256i sv = _mm256_set1_epi8(static_cast<char>(1 - 2 * static_cast<int32_t>(signs & 1)));
+    for (int h = 0; h < 2; ++h) {
+      // c[i] = c[b]: the entry at position b (if any) moves to i; then (b, s) into the free slot.
+      const __m256i move = _mm256_and_si256(_mm256_cmpeq_epi8(pos[h], bv), am);
+      const __m256i put = _mm256_and_si256(_mm256_cmpeq_epi8(slot_idx[h], slotv), am);
+      pos[h] = _mm256_blendv_epi8(_mm256_blendv_epi8(pos[h], iv, move), bv, put);
+      sgn[h] = _mm256_blendv_epi8(sgn[h], sv, put);
+    }
+    iv = _mm256_sub_epi8(iv, am);
+    slotv = _mm256_sub_epi8(slotv, am);
+    i += a;
+    signs >>= a;
+  }
+  for (int h = 0; h < 2; ++h) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pos_io + 32 * h), pos[h]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sgn_io + 32 * h), sgn[h]);
+  }
+  i_io = i;
+  signs_io = signs;
+}
+
+void SampleInBallExpand(Poly& c, const uint8_t* pos, const int8_t* sgn, int used) {
+  const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                        17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  __m256i idx[8], out[8];
+  for (int k = 0; k < 8; ++k) {
+    idx[k] = _mm256_add_epi8(lane, _mm256_set1_epi8(static_cast<char>(32 * k)));
+    out[k] = _mm256_setzero_si256();
+  }
+  for (int t = 0; t < used; ++t) {
+    const __m256i p = _mm256_set1_epi8(static_cast<char>(pos[t]));
+    const __m256i v = _mm256_set1_epi8(sgn[t]);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      out[k] = _mm256_or_si256(out[k], _mm256_and_si256(_mm256_cmpeq_epi8(idx[k], p), v));
+    }
+  }
+  for (int k = 0; k < 8; ++k) {
+    int32_t* r = c.coeffs + 32 * k;
+    const __m128i lo = _mm256_castsi256_si128(out[k]);
+    const __m128i hi = _mm256_extracti128_si256(out[k], 1);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r), _mm256_cvtepi8_epi32(lo));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r + 8),
+                       _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r + 16), _mm256_cvtepi8_epi32(hi));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r + 24),
+                       _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+  }
+}
+
 }  // namespace pqcd::kernels::mldsa::avx2
