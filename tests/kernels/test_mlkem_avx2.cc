@@ -13,6 +13,7 @@
 
 #include "mlkem/lanes.h"
 #include "mlkem/poly_backend.h"
+#include "pqcd/kernels/common.h"
 #include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mlkem {
@@ -259,10 +260,110 @@ TEST_F(MlKemAvx2Test, Message) {
   }
 }
 
+// Fused add + (message) + reduce + compress + encode: against the portable composition, with the
+// output canaries of CompressDecompress. Inputs: edges (sums at ±(q-1) ± 3 and the int16 extremes
+// Barrett accepts) and random inputs in the ranges Encrypt produces (|a| < q, |b| <= 3) and wider.
+TEST_F(MlKemAvx2Test, AddCompressEncode) {
+  for (int d : {4, 5, 10, 11}) {
+    for (bool msg : {false, true}) {
+      for (int n = 0; n < 6 + kRandomInputs; ++n) {
+        Poly a, b;
+        uint8_t m[kSymBytes];
+        FillBytes(m, sizeof(m));
+        if (n < 6) {
+          const int16_t av[6] = {0, kQ - 1, -(kQ - 1), 16000, -16000, kQ - 1};
+          const int16_t bv[6] = {0, 3, -3, 3, -3, -(kQ - 1)};
+          for (int i = 0; i < kN; ++i) {
+            a.c[i] = static_cast<int16_t>(i % 2 ? av[n] : -av[n]);
+            b.c[i] = static_cast<int16_t>(i % 3 ? bv[n] : -bv[n]);
+          }
+          if (n == 1) std::memset(m, 0xff, sizeof(m));
+          if (n == 2) std::memset(m, 0, sizeof(m));
+        } else if (n % 4 == 0) {
+          Fill(a, -15000, 15000);
+          Fill(b, -kQ, kQ);
+        } else {
+          Fill(a, -(kQ - 1), kQ - 1);
+          Fill(b, -3, 3);
+        }
+        uint8_t c1[32 * 11 + 32], c2[32 * 11 + 32];
+        std::memset(c1, 0x5a, sizeof(c1));
+        std::memset(c2, 0x5a, sizeof(c2));
+        Poly a1 = a, a2 = a;
+        portable::PolyAddCompressEncode(d, c1, a1, b, msg ? m : nullptr);
+        avx2::PolyAddCompressEncode(d, c2, a2, b, msg ? m : nullptr);
+        ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyAddCompressEncode", n))
+            << " d=" << d << " msg=" << msg;
+        // The portable kernel is the composition of the unfused ones.
+        Poly r = a, mu;
+        portable::PolyAdd(r, b);
+        if (msg) {
+          portable::PolyFromMessage(mu, m);
+          portable::PolyAdd(r, mu);
+        }
+        portable::PolyReduceCanonical(r);
+        uint8_t c3[32 * 11 + 32];
+        std::memset(c3, 0x5a, sizeof(c3));
+        portable::PolyCompressEncode(d, c3, r);
+        ASSERT_TRUE(Same(c3, c1, sizeof(c1), "PolyAddCompressEncode (portable)", n));
+      }
+    }
+  }
+}
+
+TEST_F(MlKemAvx2Test, SubToMessage) {
+  for (int n = 0; n < 5 + kRandomInputs; ++n) {
+    Poly v, w;
+    if (n < 5) {
+      const int16_t vv[5] = {0, kQ - 1, 0, 16000, 833};
+      const int16_t wv[5] = {0, -(kQ - 1), kQ - 1, -16000, 0};
+      for (int i = 0; i < kN; ++i) {
+        v.c[i] = static_cast<int16_t>(vv[n] + (n == 4 ? i % 7 : 0));
+        w.c[i] = wv[n];
+      }
+    } else {
+      Fill(v, 0, kQ - 1);
+      Fill(w, n % 3 == 0 ? -15000 : -(kQ - 1), n % 3 == 0 ? 15000 : kQ - 1);
+    }
+    uint8_t m1[kSymBytes], m2[kSymBytes], m3[kSymBytes];
+    Poly v1 = v, v2 = v, v3 = v;
+    portable::PolySubToMessage(m1, v1, w);
+    avx2::PolySubToMessage(m2, v2, w);
+    ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolySubToMessage", n));
+    portable::PolySub(v3, w);
+    portable::PolyReduceCanonical(v3);
+    portable::PolyToMessage(m3, v3);
+    ASSERT_TRUE(Same(m3, m1, kSymBytes, "PolySubToMessage (portable)", n));
+  }
+}
+
+// Constant-time compare and select of the Decaps FO check against the byte loops.
+TEST_F(MlKemAvx2Test, CtDiffMaskAndSelect) {
+  std::vector<uint8_t> a(1600), b(1600);
+  for (int n = 0; n < kRandomInputs; ++n) {
+    const size_t len = n % 4 == 0 ? 768 : n % 4 == 1 ? 1088 : n % 4 == 2 ? 1568 : n % 1600;
+    FillBytes(a.data(), len);
+    b = a;
+    if (n % 2 == 1 && len > 0) {
+      const size_t at = n < 1600 ? static_cast<size_t>(n) % len : rng_() % len;  // every position
+      b[at] ^= static_cast<uint8_t>(1u << (rng_() % 8));
+    }
+    const uint8_t want = static_cast<uint8_t>(CtMaskNonZero(CtCompare(a.data(), b.data(), len)));
+    ASSERT_EQ(want, avx2::CtDiffMask(a.data(), b.data(), len)) << "CtDiffMask, input #" << n;
+    uint8_t d1[32], d2[32], src[32];
+    FillBytes(d1, 32);
+    FillBytes(src, 32);
+    std::memcpy(d2, d1, 32);
+    CtSelect(d1, src, 32, want);
+    avx2::CtSelect32(d2, src, want);
+    ASSERT_TRUE(Same(d1, d2, 32, "CtSelect32", n));
+  }
+}
+
 TEST_F(MlKemAvx2Test, RejectUniform) {
   alignas(32) uint8_t buf[3 * 168 + 32] = {};
   for (int n = 0; n < kRandomInputs; ++n) {
-    const size_t len = n % 3 == 0 ? 168 : 3 * 168;
+    const size_t len = n % 3 == 0 ? 168 : n % 3 == 1 ? 3 * 168 : 3 * static_cast<size_t>(n % 168);
     FillBytes(buf, len);
     // Bias some inputs toward values >= q (more rejections) and exact boundary values.
     if (n % 5 == 0) {
@@ -344,7 +445,8 @@ TEST_F(MlKemAvx2Test, LanesToBytes) {
     for (size_t j = 0; j < 4; ++j) {
       for (size_t i = 0; i < covered; ++i) std::memcpy(want[j] + 8 * i, &st[4 * i + j], 8);
     }
-    avx2::LanesToBytes(st, &got[0][0], kStride, words);
+    uint8_t* const outs[4] = {got[0], got[1], got[2], got[3]};
+    avx2::LanesToBytes(st, outs, words);
     ASSERT_TRUE(Same(&want[0][0], &got[0][0], sizeof(want), "LanesToBytes", n));
   }
 }

@@ -26,9 +26,10 @@ inline uint64_t Load64(const uint8_t* p) {
 }  // namespace
 
 LaneScheduler::LaneScheduler() : x4_(UseAvx2Kernels()), avx2_(UseAvx2Kernels()) {
-  for (Lane& l : lanes_) l = Lane{-1, kIdle, 0, 0};
+  for (Lane& l : lanes_) l = Lane{-1, kIdle, 0, 0, 0};
   // Defined bytes in the reading slack of the AVX2 kernels (the transposes overwrite them).
   for (auto& b : lane_buf_) std::memset(b + kXofRate, 0, kLaneBuf - kXofRate);
+  for (auto& b : ntt_buf_) std::memset(b + 3 * kXofRate, 0, kNttBuf - 3 * kXofRate);
 }
 
 LaneScheduler::~LaneScheduler() {
@@ -107,7 +108,7 @@ int LaneScheduler::AddCbd(int eta, const uint8_t* seed, uint8_t nonce, Poly* out
 
 void LaneScheduler::StartReady() {
   if (ready_waiting_ == 0) return;
-  int i = first_unstarted_;
+  int i = scan_from_;
   for (int j = 0; j < kLanes; ++j) {
     Lane& l = lanes_[j];
     if (l.phase != kIdle) continue;
@@ -132,15 +133,15 @@ void LaneScheduler::StartReady() {
       s[3 * kLanes] = Load64(t.a + 24);
       s[4 * kLanes] = tail;
       s[last * kLanes] = uint64_t{0x80} << 56;
-      l = Lane{i, kSqueeze, t.a_len + t.b_len, 0};
+      l = Lane{i, kSqueeze, t.a_len + t.b_len, 0, 0};
     } else {
 #pragma GCC unroll 25
       for (size_t w = 0; w < 25; ++w) s[w * kLanes] = 0;
-      l = Lane{i, kAbsorb, 0, 0};
+      l = Lane{i, kAbsorb, 0, 0, 0};
     }
     ++i;
   }
-  while (first_unstarted_ < num_tasks_ && tasks_[first_unstarted_].started) ++first_unstarted_;
+  scan_from_ = i;
 }
 
 // XORs src[0..n) into state bytes [pos, pos + n) of lane j.
@@ -176,17 +177,6 @@ void LaneScheduler::XorMessage(int j, const Task& t, size_t off, size_t n) {
 
 void LaneScheduler::Deadlock() {
   std::abort();
-}
-
-size_t LaneScheduler::SqueezeNeed(int j) const {
-  const Lane& l = lanes_[j];
-  const Task& t = tasks_[l.task];
-  switch (t.kind) {
-    case kSampleNtt:
-      return kXofRate;
-    default:
-      return std::min<size_t>(t.rate, t.out_len - l.out_pos);
-  }
 }
 
 bool LaneScheduler::Step() {
@@ -247,26 +237,33 @@ bool LaneScheduler::Step() {
     }
   }
   if (squeeze == 0) return true;
-  // Squeezed blocks to lane_buf_: one AVX2 transpose of all four lanes when there is enough to
-  // extract, else word by word.
+  // Squeezed blocks to lane_buf_ / ntt_buf_: one AVX2 transpose of all four lanes when there is
+  // enough to extract, else word by word.
   size_t need[kLanes] = {};
+  uint8_t* dst[kLanes];
   size_t max_words = 0, sum_words = 0;
   for (int j = 0; j < kLanes; ++j) {
+    dst[j] = lane_buf_[j];
     if (((squeeze >> j) & 1) == 0) continue;
-    need[j] = SqueezeNeed(j);
+    const Lane& l = lanes_[j];
+    const Task& t = tasks_[l.task];
+    if (t.kind == kSampleNtt) {
+      need[j] = kXofRate;
+      dst[j] = ntt_buf_[j] + (l.blocks < 3 ? kXofRate * static_cast<size_t>(l.blocks) : 0);
+    } else {
+      need[j] = std::min<size_t>(t.rate, t.out_len - l.out_pos);
+    }
     const size_t words = (need[j] + 7) / 8;
     max_words = std::max(max_words, words);
     sum_words += words;
   }
   if (avx2_ && sum_words > 24) {
-    avx2::LanesToBytes(st_, &lane_buf_[0][0], kLaneBuf, max_words);
+    avx2::LanesToBytes(st_, dst, max_words);
   } else {
     for (int j = 0; j < kLanes; ++j) {
       if (((squeeze >> j) & 1) == 0) continue;
       const size_t words = (need[j] + 7) / 8;
-      for (size_t i = 0; i < words; ++i) {
-        std::memcpy(lane_buf_[j] + 8 * i, &st_[i * kLanes + j], 8);
-      }
+      for (size_t i = 0; i < words; ++i) std::memcpy(dst[j] + 8 * i, &st_[i * kLanes + j], 8);
     }
   }
   for (int j = 0; j < kLanes; ++j) {
@@ -275,7 +272,7 @@ bool LaneScheduler::Step() {
   return true;
 }
 
-void LaneScheduler::Consume(int j, size_t take) {
+[[gnu::always_inline]] inline void LaneScheduler::Consume(int j, size_t take) {
   Lane& l = lanes_[j];
   Task& t = tasks_[l.task];
   const uint8_t* blk = lane_buf_[j];
@@ -286,14 +283,18 @@ void LaneScheduler::Consume(int j, size_t take) {
       if (l.out_pos == t.out_len) LaneDone(j);
       return;
     case kSampleNtt: {
-      // The XOF output of the public ρ is public. (It shares the x4 permutation with secret
-      // lanes; memcheck's approximate tracking of some vector shuffles would otherwise taint it.)
-      // Each block holds whole 3-byte groups, so sampling block by block is Alg. 7 exactly.
-      CtPublic(blk, kXofRate);
+      // Blocks 0..2 are sampled together once all three are there, later ones one by one. The
+      // XOF output of the public ρ is public. (It shares the x4 permutation with secret lanes;
+      // memcheck's approximate tracking of some vector shuffles would otherwise taint it.) Each
+      // block holds whole 3-byte groups, so sampling block by block is Alg. 7 exactly.
+      if (++l.blocks < 3) return;
+      const uint8_t* in = ntt_buf_[j];
+      const size_t len = l.blocks == 3 ? 3 * kXofRate : kXofRate;
+      CtPublic(in, len);
       const int wanted = kN - t.ctr;
       t.ctr = static_cast<int16_t>(
-          t.ctr + (avx2_ ? avx2::RejectUniform(t.poly->c + t.ctr, wanted, blk, kXofRate)
-                         : portable::RejectUniform(t.poly->c + t.ctr, wanted, blk, kXofRate)));
+          t.ctr + (avx2_ ? avx2::RejectUniform(t.poly->c + t.ctr, wanted, in, len)
+                         : portable::RejectUniform(t.poly->c + t.ctr, wanted, in, len)));
       if (t.ctr == kN) LaneDone(j);
       return;
     }

@@ -52,6 +52,7 @@ class LaneScheduler {
     if (!tasks_[task].ready) {
       tasks_[task].ready = true;
       ++ready_waiting_;
+      scan_from_ = task < scan_from_ ? task : scan_from_;
     }
   }
   // Streamed input: only the first `avail` bytes of a || b exist yet.
@@ -98,6 +99,7 @@ class LaneScheduler {
     Phase phase;
     size_t absorbed;
     size_t out_pos;  // bytes squeezed so far
+    int blocks;      // SampleNtt: blocks squeezed so far
   };
 
   static constexpr int kMaxStalledSteps = 1000;
@@ -113,9 +115,8 @@ class LaneScheduler {
   // XORs message bytes [off, off + n) of t into lane j (state bytes [0, n)).
   void XorMessage(int lane, const Task& t, size_t off, size_t n);
   void XorBytes(int lane, size_t pos, const uint8_t* src, size_t n);
-  // Bytes lane j takes from its next squeezed block.
-  size_t SqueezeNeed(int lane) const;
-  // Consumes the squeezed block in lane_buf_[j] (output copy, rejection sampling, CBD).
+  // Consumes the squeezed block in lane_buf_[j] or ntt_buf_[j] (output copy, rejection sampling,
+  // CBD).
   void Consume(int lane, size_t take);
   void LaneDone(int lane);
 
@@ -123,6 +124,11 @@ class LaneScheduler {
   alignas(64) uint64_t st_[25 * kLanes];
   // The squeezed bytes of each lane's current block (see kLaneBuf).
   alignas(64) uint8_t lane_buf_[kLanes][kLaneBuf];
+  // SampleNtt lanes: the first three XOF blocks side by side (always needed: 2 blocks hold only
+  // 224 candidates), sampled with one rejection call; a rare 4th block goes to offset 0. The
+  // transposes may write kLaneBuf bytes at offset 2·168; the tail is the AVX2 reading slack.
+  static constexpr size_t kNttBuf = 2 * 168 + kLaneBuf;
+  alignas(64) uint8_t ntt_buf_[kLanes][kNttBuf];
   alignas(64) uint64_t one_[25];  // single-state permutation of one lane
   uint64_t saved_[kLanes][25];    // paused lanes across an x4 permutation
   // SamplePolyCBD_3 input (192 bytes, two SHAKE256 blocks) + reading slack.
@@ -131,7 +137,8 @@ class LaneScheduler {
   Lane lanes_[kLanes];
   int num_tasks_ = 0;
   int remaining_ = 0;
-  int first_unstarted_ = 0;
+  // Every task below scan_from_ is started or not ready (SetReady lowers it).
+  int scan_from_ = 0;
   int ready_waiting_ = 0;  // tasks ready but not started
   bool x4_;
   bool avx2_;

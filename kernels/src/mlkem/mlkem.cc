@@ -221,12 +221,17 @@ void PkeKeyGen(const uint8_t d[kSymBytes], uint8_t* ek, uint8_t* dk_pke, uint8_t
 }
 
 // The sampled inputs of K-PKE.Encrypt (Alg. 14): Â^T (steps 4-8, public) and y, e1, e2 (steps
-// 9-17, secret, nonces 0..2k).
+// 9-17, secret, nonces 0..2k), with the secret working space of steps 18-23 next to them so that
+// one wipe covers all of it.
 template <int K>
 struct EncryptSamples {
   Poly at[K][K];
-  Poly noise[2 * K + 1];  // y[0..k), e1[0..k), e2
-  ~EncryptSamples() { SecureZero(noise, sizeof(noise)); }
+  struct Secret {
+    Poly noise[2 * K + 1];  // y[0..k), e1[0..k), e2
+    Poly scratch;           // u, then v, before compression
+    PolyMulCache y_cache[K];
+  } sec;
+  ~EncryptSamples() { SecureZero(&sec, sizeof(sec)); }
 };
 
 // Adds the tasks of EncryptSamples: the K² matrix streams (3 permutations each), then the 2k + 1
@@ -239,26 +244,24 @@ void AddEncryptTasks(LaneScheduler& ls, EncryptSamples<K>& es, const uint8_t rho
   int mat[K][K];
   AddMatrixTasks<K>(ls, es.at, rho, /*transposed=*/true, mat);
   for (int t = 0; t < 2 * K + 1; ++t) {
-    prf_ids[t] = ls.AddCbd(t < K ? P::eta1 : P::eta2, coins, static_cast<uint8_t>(t), &es.noise[t],
-                           coins_ready);
+    prf_ids[t] = ls.AddCbd(t < K ? P::eta1 : P::eta2, coins, static_cast<uint8_t>(t),
+                           &es.sec.noise[t], coins_ready);
   }
 }
 
-// FIPS 203 Alg. 14, steps 18-23, on the sampled Â^T, y, e1, e2 (es.noise is consumed).
+// FIPS 203 Alg. 14, steps 18-23, on the sampled Â^T, y, e1, e2 (es.sec is consumed; wiped by
+// its destructor).
 template <int K>
 void PkeEncryptArith(const Poly (&t_hat)[K], EncryptSamples<K>& es, const uint8_t m[kSymBytes],
                      uint8_t* ct) {
   using P = MlKemParams<K>;
   using L = Layout<K>;
-  Poly* y = es.noise;
-  Poly* e1 = es.noise + K;
-  Poly& e2 = es.noise[2 * K];
-  Poly mu, u, v;
-  PolyMulCache y_cache[K];
-  ZeroOnExit wipe_mu(mu);
-  ZeroOnExit wipe_u(u);
-  ZeroOnExit wipe_v(v);
-  ZeroOnExit wipe_cache(y_cache);
+  Poly* y = es.sec.noise;
+  Poly* e1 = es.sec.noise + K;
+  Poly& e2 = es.sec.noise[2 * K];
+  Poly& u = es.sec.scratch;
+  Poly& v = es.sec.scratch;
+  PolyMulCache* y_cache = es.sec.y_cache;
   // ŷ = NTT(y) (step 18).
   for (int i = 0; i < K; ++i) {
     mlkem::PolyNtt(y[i]);
@@ -269,20 +272,14 @@ void PkeEncryptArith(const Poly (&t_hat)[K], EncryptSamples<K>& es, const uint8_
   for (int i = 0; i < K; ++i) {
     mlkem::PolyBasemulAcc(u, es.at[i], y, y_cache, K);
     mlkem::PolyInvNttTimesR(u);
-    mlkem::PolyAdd(u, e1[i]);
-    mlkem::PolyReduceCanonical(u);
-    mlkem::PolyCompressEncode<P::du>(ct + i * 32 * P::du, u);
+    mlkem::PolyAddCompressEncode<P::du>(ct + i * 32 * P::du, u, e1[i], nullptr);
   }
 
   // v = NTT^-1(t̂^T ∘ ŷ) + e2 + μ with μ = Decompress_1(ByteDecode_1(m)) (steps 20-21);
   // c2 = ByteEncode_dv(Compress_dv(v)) (step 23).
   mlkem::PolyBasemulAcc(v, t_hat, y, y_cache, K);
   mlkem::PolyInvNttTimesR(v);
-  mlkem::PolyAdd(v, e2);
-  mlkem::PolyFromMessage(mu, m);
-  mlkem::PolyAdd(v, mu);
-  mlkem::PolyReduceCanonical(v);
-  mlkem::PolyCompressEncode<P::dv>(ct + L::kC1Bytes, v);
+  mlkem::PolyAddCompressEncode<P::dv>(ct + L::kC1Bytes, v, e2, m);
 }
 
 // FIPS 203 Alg. 14, K-PKE.Encrypt(ek_PKE, m, r) with t̂ already decoded (canonical) and ρ given.
@@ -322,9 +319,7 @@ void PkeDecrypt(const uint8_t* dk_pke, const uint8_t* ct, uint8_t m[kSymBytes]) 
   mlkem::PolyBasemulAcc(w, s, u, u_cache, K);
   mlkem::PolyInvNttTimesR(w);
   mlkem::PolyDecodeDecompress<P::dv>(v, ct + L::kC1Bytes);  // v' (step 4)
-  mlkem::PolySub(v, w);
-  mlkem::PolyReduceCanonical(v);
-  mlkem::PolyToMessage(m, v);
+  mlkem::PolySubToMessage(m, v, w);
 }
 
 // FIPS 203 Alg. 16 writing ek only inside dk (dk = dk_PKE || ek || H(ek) || z).
@@ -376,13 +371,8 @@ template <int K>
 void SelectSharedSecret(const uint8_t* ct, const uint8_t* ct_prime, const uint8_t k_prime[32],
                         const uint8_t k_bar[32], uint8_t ss[32]) {
   using L = Layout<K>;
-  uint8_t key[32];
-  std::memcpy(key, k_prime, 32);
-  const uint8_t diff = CtCompare(ct, ct_prime, L::kCtBytes);
-  const uint8_t reject = static_cast<uint8_t>(CtMaskNonZero(diff));
-  CtSelect(key, k_bar, 32, reject);
-  std::memcpy(ss, key, 32);
-  SecureZero(key, sizeof(key));
+  std::memcpy(ss, k_prime, 32);
+  mlkem::CtSelect32(ss, k_bar, mlkem::CtDiffMask(ct, ct_prime, L::kCtBytes));
 }
 
 // Steps 8-11 of Alg. 18: c' = K-PKE.Encrypt(ek_PKE, m', r'), then ss = K' if c == c' else K̄.

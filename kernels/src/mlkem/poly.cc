@@ -348,6 +348,25 @@ void Cbd(int eta, Poly& a, const uint8_t* buf) {
   }
 }
 
+void PolyAddCompressEncode(int d, uint8_t* out, Poly& a, const Poly& b, const uint8_t* m) {
+  for (int i = 0; i < kN; ++i) {
+    int16_t x = static_cast<int16_t>(a.c[i] + b.c[i]);
+    if (m != nullptr) {
+      const int16_t bit = static_cast<int16_t>((m[i / 8] >> (i % 8)) & 1);
+      x = static_cast<int16_t>(x + (-bit & ((kQ + 1) / 2)));
+    }
+    a.c[i] = x;
+  }
+  portable::PolyReduceCanonical(a);
+  portable::PolyCompressEncode(d, out, a);
+}
+
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w) {
+  portable::PolySub(v, w);
+  portable::PolyReduceCanonical(v);
+  portable::PolyToMessage(m, v);
+}
+
 }  // namespace portable
 
 bool UseAvx2Kernels() {
@@ -412,6 +431,25 @@ void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
 }
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
   UseAvx2Kernels() ? avx2::PolyToMessage(m, a) : portable::PolyToMessage(m, a);
+}
+template <int D>
+void PolyAddCompressEncode(uint8_t* out, Poly& a, const Poly& b, const uint8_t* m) {
+  UseAvx2Kernels() ? avx2::PolyAddCompressEncode(D, out, a, b, m)
+                   : portable::PolyAddCompressEncode(D, out, a, b, m);
+}
+template void PolyAddCompressEncode<4>(uint8_t*, Poly&, const Poly&, const uint8_t*);
+template void PolyAddCompressEncode<5>(uint8_t*, Poly&, const Poly&, const uint8_t*);
+template void PolyAddCompressEncode<10>(uint8_t*, Poly&, const Poly&, const uint8_t*);
+template void PolyAddCompressEncode<11>(uint8_t*, Poly&, const Poly&, const uint8_t*);
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w) {
+  UseAvx2Kernels() ? avx2::PolySubToMessage(m, v, w) : portable::PolySubToMessage(m, v, w);
+}
+uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n) {
+  if (UseAvx2Kernels()) return avx2::CtDiffMask(a, b, n);
+  return static_cast<uint8_t>(CtMaskNonZero(CtCompare(a, b, n)));
+}
+void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask) {
+  UseAvx2Kernels() ? avx2::CtSelect32(dst, src, mask) : CtSelect(dst, src, 32, mask);
 }
 
 }  // namespace pqcd::kernels::mlkem

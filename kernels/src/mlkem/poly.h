@@ -89,6 +89,23 @@ void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
 // m = ByteEncode_1(Compress_1(a)) (Alg. 15 step 7), constant time. In: canonical.
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a);
 
+// ---- Fused steps (one pass instead of several) ------------------------------------------------
+
+// ByteEncode_D(Compress_D(canonical(a + b + μ))) with μ = Decompress_1(ByteDecode_1(m)) if m is
+// not null, else μ = 0 (Alg. 14 steps 19-23). In: a + b + μ fits in int16. `a` is clobbered.
+template <int D>
+void PolyAddCompressEncode(uint8_t* out, Poly& a, const Poly& b, const uint8_t* m);
+// m = ByteEncode_1(Compress_1(canonical(v - w))) (Alg. 15 steps 6-7). In: v - w fits in int16.
+// `v` is clobbered.
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w);
+
+// ---- Constant-time byte helpers (Alg. 18 steps 9-11) --------------------------------------------
+
+// 0xff if a[0..n) and b[0..n) differ, else 0x00, without a data-dependent branch.
+uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n);
+// dst = mask ? src : dst (mask 0x00 or 0xff), 32 bytes, constant time.
+void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
+
 // Sampling (SampleNTT, SamplePolyCBD) runs inside LaneScheduler (mlkem/lanes.h) on the rejection
 // and CBD kernels of mlkem/poly_backend.h.
 

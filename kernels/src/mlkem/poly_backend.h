@@ -36,6 +36,13 @@ void PolyCompressEncode(int d, uint8_t* out, const Poly& a);
 void PolyDecodeDecompress(int d, Poly& a, const uint8_t* in);
 void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a);
+// ByteEncode_d(Compress_d(canonical(a + b + μ))) with μ = Decompress_1(ByteDecode_1(m)) when m is
+// not null (PolyAdd, [PolyFromMessage, PolyAdd,] PolyReduceCanonical, PolyCompressEncode in one
+// pass); d in {4, 5, 10, 11}. a + b + μ must fit in int16; a is clobbered.
+void PolyAddCompressEncode(int d, uint8_t* out, Poly& a, const Poly& b, const uint8_t* m);
+// m = ByteEncode_1(Compress_1(canonical(v - w))) (PolySub, PolyReduceCanonical, PolyToMessage);
+// v - w must fit in int16; v is clobbered.
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w);
 // Rejection step of SampleNTT (Alg. 7 steps 5-13) on len bytes (len % 3 == 0); appends at most
 // `wanted` coefficients to out and returns how many.
 int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len);
@@ -60,14 +67,20 @@ void PolyCompressEncode(int d, uint8_t* out, const Poly& a);
 void PolyDecodeDecompress(int d, Poly& a, const uint8_t* in);
 void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
 void PolyToMessage(uint8_t m[kSymBytes], const Poly& a);
+void PolyAddCompressEncode(int d, uint8_t* out, Poly& a, const Poly& b, const uint8_t* m);
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w);
+// 0xff if a[0..n) != b[0..n) else 0x00, in constant time (the FO re-encryption check).
+uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n);
+// dst = mask ? src : dst for mask in {0x00, 0xff}, 32 bytes, constant time.
+void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
 // As portable::RejectUniform, but `buf` must be readable (any contents) up to len + 8 bytes.
 int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len);
 // As portable::Cbd, but `buf` must be readable up to 64·eta + 8 bytes.
 void Cbd(int eta, Poly& a, const uint8_t* buf);
 // Transposes words [0, 4·ceil(words/4)) of the four interleaved Keccak states st (word i of state
-// j at st[4·i + j], KeccakF1600xN layout) into bytes: state j's words go, in order, to
-// out + j·stride. words <= 24; stride >= 32·ceil(words/4). (mlkem/avx2/lanes_avx2.cc)
-void LanesToBytes(const uint64_t* st, uint8_t* out, size_t stride, size_t words);
+// j at st[4·i + j], KeccakF1600xN layout) into bytes: state j's words go, in order, to out[j]
+// (32·ceil(words/4) bytes each). words <= 24. (mlkem/avx2/lanes_avx2.cc)
+void LanesToBytes(const uint64_t* st, uint8_t* const out[4], size_t words);
 }  // namespace avx2
 
 }  // namespace pqcd::kernels::mlkem

@@ -562,6 +562,83 @@ void PolyDecodeDecompress(int d, Poly& a, const uint8_t* in) {
   }
 }
 
+namespace {
+// μ = Decompress_1(ByteDecode_1(m)) for coefficients 16g..16g+15: 0 or 1665 per lane.
+PQCD_INLINE __m256i MessageVec(const uint8_t* m, int g) {
+  const __m256i bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
+                                         8192, 16384, static_cast<int16_t>(0x8000));
+  const int16_t w = static_cast<int16_t>(m[2 * g] | (m[2 * g + 1] << 8));
+  const __m256i sel = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(w), bits), bits);
+  return _mm256_and_si256(sel, _mm256_set1_epi16((kQ + 1) / 2));
+}
+
+// ByteEncode_D(Compress_D(canonical(a + b [+ μ]))) in one pass: the same additions, Barrett
+// reduction and conditional add of q as PolyAdd, PolyReduceCanonical, PolyCompressEncode.
+template <int D, bool kMsg>
+void AddCompressEncodeD(uint8_t* out, const Poly& a, const Poly& b, const uint8_t* m) {
+  for (int g = 0; g < kN / 16; ++g) {
+    __m256i x = _mm256_add_epi16(Load(a.c + 16 * g), Load(b.c + 16 * g));
+    if constexpr (kMsg) x = _mm256_add_epi16(x, MessageVec(m, g));
+    PackGroup<D>(out, g, Compress16<D>(CondAddQ(Barrett(x))));
+  }
+}
+template <bool kMsg>
+void AddCompressEncodeM(int d, uint8_t* out, const Poly& a, const Poly& b, const uint8_t* m) {
+  switch (d) {
+    case 4:
+      return AddCompressEncodeD<4, kMsg>(out, a, b, m);
+    case 5:
+      return AddCompressEncodeD<5, kMsg>(out, a, b, m);
+    case 10:
+      return AddCompressEncodeD<10, kMsg>(out, a, b, m);
+    default:
+      return AddCompressEncodeD<11, kMsg>(out, a, b, m);
+  }
+}
+}  // namespace
+
+void PolyAddCompressEncode(int d, uint8_t* out, Poly& a, const Poly& b, const uint8_t* m) {
+  m != nullptr ? AddCompressEncodeM<true>(d, out, a, b, m)
+               : AddCompressEncodeM<false>(d, out, a, b, nullptr);
+}
+
+void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w) {
+  // As PolySub, PolyReduceCanonical, PolyToMessage (see there).
+  const __m256i off = _mm256_set1_epi16(833);
+  const __m256i lim = _mm256_set1_epi16(1664);
+  const __m256i neg1 = _mm256_set1_epi16(-1);
+  for (int i = 0; i < kN; i += 32) {
+    const __m256i x0 = CondAddQ(Barrett(_mm256_sub_epi16(Load(v.c + i), Load(w.c + i))));
+    const __m256i x1 = CondAddQ(Barrett(_mm256_sub_epi16(Load(v.c + i + 16), Load(w.c + i + 16))));
+    const __m256i t0 = _mm256_sub_epi16(x0, off);
+    const __m256i t1 = _mm256_sub_epi16(x1, off);
+    const __m256i m0 = _mm256_and_si256(_mm256_cmpgt_epi16(t0, neg1), _mm256_cmpgt_epi16(lim, t0));
+    const __m256i m1 = _mm256_and_si256(_mm256_cmpgt_epi16(t1, neg1), _mm256_cmpgt_epi16(lim, t1));
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(m0, m1), 0xD8);
+    const uint32_t word = static_cast<uint32_t>(_mm256_movemask_epi8(bytes));
+    std::memcpy(m + i / 8, &word, 4);
+  }
+}
+
+uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n) {
+  __m256i acc = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    acc = _mm256_or_si256(acc, _mm256_xor_si256(LoadU(a + i), LoadU(b + i)));
+  uint32_t tail = 0;
+  for (; i < n; ++i) tail |= static_cast<uint32_t>(a[i] ^ b[i]);
+  // vptest + setcc: no branch on the data.
+  const uint32_t vec_diff = static_cast<uint32_t>(_mm256_testz_si256(acc, acc) ^ 1);
+  const uint32_t any = vec_diff | tail;
+  return static_cast<uint8_t>(0u - ((any | (0u - any)) >> 31));
+}
+
+void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask) {
+  const __m256i m = _mm256_set1_epi8(static_cast<char>(mask));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                      _mm256_blendv_epi8(LoadU(dst), LoadU(src), m));
+}
+
 void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
   const __m256i bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
                                          8192, 16384, static_cast<int16_t>(0x8000));
@@ -591,30 +668,56 @@ void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
 
 // ---- Sampling ---------------------------------------------------------------------------------
 
-int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
-  // Lane 0 takes bytes 0..11 of the 24-byte step, lane 1 bytes 12..23 (at lane offset 4 after the
-  // qword permutation 0,1,1,2).
+namespace {
+// 16 12-bit candidates from bytes [0, 24) of p (reads 32 bytes): lane 0 takes bytes 0..11, lane 1
+// bytes 12..23 (at lane offset 4 after the qword permutation 0,1,1,2).
+PQCD_INLINE __m256i Candidates16(const uint8_t* p) {
   const __m256i idx = _mm256_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11,  //
                                        4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11, 12, 13, 14, 14, 15);
-  const __m256i mask12 = _mm256_set1_epi16(0x0FFF);
+  const __m256i w = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(LoadU(p), 0x94), idx);
+  return _mm256_blend_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x0FFF)), _mm256_srli_epi16(w, 4),
+                            0xAA);
+}
+PQCD_INLINE __m128i Compact8(__m128i v, uint32_t m) {
+  return _mm_shuffle_epi8(v, _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact[m].data())));
+}
+}  // namespace
+
+int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
   const __m256i q = _mm256_set1_epi16(kQ);
   int ctr = 0;
   size_t pos = 0;
+  // 32 candidates (48 bytes) per iteration while all of them fit below `wanted`: one movemask for
+  // the acceptance bits of both vectors (byte order after vpacksswb: v0 low, v1 low, v0 high,
+  // v1 high), four compactions of 8 lanes each.
+  while (pos + 48 <= len && ctr + 32 <= wanted) {
+    const __m256i v0 = Candidates16(buf + pos);
+    const __m256i v1 = Candidates16(buf + pos + 24);
+    const uint32_t mask = static_cast<uint32_t>(_mm256_movemask_epi8(
+        _mm256_packs_epi16(_mm256_cmpgt_epi16(q, v0), _mm256_cmpgt_epi16(q, v1))));
+    const uint32_t m0 = mask & 0xFF, m1 = (mask >> 8) & 0xFF, m2 = (mask >> 16) & 0xFF,
+                   m3 = mask >> 24;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
+                     Compact8(_mm256_castsi256_si128(v0), m0));
+    ctr += _mm_popcnt_u32(m0);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
+                     Compact8(_mm256_extracti128_si256(v0, 1), m2));
+    ctr += _mm_popcnt_u32(m2);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
+                     Compact8(_mm256_castsi256_si128(v1), m1));
+    ctr += _mm_popcnt_u32(m1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
+                     Compact8(_mm256_extracti128_si256(v1, 1), m3));
+    ctr += _mm_popcnt_u32(m3);
+    pos += 48;
+  }
   while (pos + 24 <= len && ctr < wanted) {
-    const __m256i raw = _mm256_permute4x64_epi64(LoadU(buf + pos), 0x94);
-    const __m256i w = _mm256_shuffle_epi8(raw, idx);
-    const __m256i v =
-        _mm256_blend_epi16(_mm256_and_si256(w, mask12), _mm256_srli_epi16(w, 4), 0xAA);
-    const __m256i good = _mm256_cmpgt_epi16(q, v);
+    const __m256i v = Candidates16(buf + pos);
     const uint32_t mask = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_packs_epi16(good, _mm256_setzero_si256())));
+        _mm256_movemask_epi8(_mm256_packs_epi16(_mm256_cmpgt_epi16(q, v), _mm256_setzero_si256())));
     const uint32_t m0 = mask & 0xFF, m1 = (mask >> 16) & 0xFF;
-    const __m128i lo =
-        _mm_shuffle_epi8(_mm256_castsi256_si128(v),
-                         _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact[m0].data())));
-    const __m128i hi =
-        _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1),
-                         _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact[m1].data())));
+    const __m128i lo = Compact8(_mm256_castsi256_si128(v), m0);
+    const __m128i hi = Compact8(_mm256_extracti128_si256(v, 1), m1);
     const int n0 = _mm_popcnt_u32(m0), n1 = _mm_popcnt_u32(m1);
     pos += 24;
     if (ctr + 16 <= wanted) {
