@@ -386,6 +386,37 @@ TEST_F(MlKemAvx2Test, RejectUniform) {
   }
 }
 
+// Edges of the two-pass AVX2 rejection: nothing accepted, everything accepted (all groups written
+// straight to out), values q-1 / q, exact fills of `wanted`, every length that is a multiple of 3;
+// out[wanted..] must stay untouched (slots between the count and `wanted` may be scratch).
+TEST_F(MlKemAvx2Test, RejectUniformEdges) {
+  alignas(32) uint8_t buf[3 * 168 + 32] = {};
+  int input = 0;
+  for (int pattern = 0; pattern < 4; ++pattern) {
+    for (size_t len = 0; len <= 3 * 168; len += 3) {
+      for (int wanted : {1, 15, 16, 31, 32, 33, 128, 255, 256}) {
+        for (size_t i = 0; i < len; ++i) {
+          buf[i] = pattern == 0   ? 0xff
+                   : pattern == 1 ? 0x00
+                   : pattern == 2 ? static_cast<uint8_t>(i % 3 == 0 ? 0x00 : 0xd0)  // q-1 < 0xd00
+                                  : static_cast<uint8_t>(rng_());
+        }
+        int16_t o1[kN], o2[kN];
+        std::fill(std::begin(o1), std::end(o1), int16_t{-7});
+        std::fill(std::begin(o2), std::end(o2), int16_t{-7});
+        const int c1 = portable::RejectUniform(o1, wanted, buf, len);
+        const int c2 = avx2::RejectUniform(o2, wanted, buf, len);
+        ASSERT_EQ(c1, c2) << "RejectUniform count, edge input #" << input << " len " << len
+                          << " wanted " << wanted;
+        ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform (edge)", input));
+        ASSERT_TRUE(Same(o1 + wanted, o2 + wanted, static_cast<size_t>(kN - wanted),
+                         "RejectUniform (edge, past wanted)", input));
+        ++input;
+      }
+    }
+  }
+}
+
 TEST_F(MlKemAvx2Test, Cbd) {
   alignas(32) uint8_t buf[192 + 32] = {};
   for (int eta : {2, 3}) {

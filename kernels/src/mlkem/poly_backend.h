@@ -73,7 +73,8 @@ void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w);
 uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n);
 // dst = mask ? src : dst for mask in {0x00, 0xff}, 32 bytes, constant time.
 void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
-// As portable::RejectUniform, but `buf` must be readable (any contents) up to len + 8 bytes.
+// As portable::RejectUniform (wanted <= kN), but `buf` must be readable (any contents) up to
+// len + 8 bytes, and out[count..wanted) may be overwritten with scratch values.
 int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len);
 // As portable::Cbd, but `buf` must be readable up to 64·eta + 8 bytes.
 void Cbd(int eta, Poly& a, const uint8_t* buf);

@@ -683,65 +683,82 @@ PQCD_INLINE __m128i Compact8(__m128i v, uint32_t m) {
 }
 }  // namespace
 
+namespace {
+// Compacts the accepted candidates of one group (see RejectUniform) to dst; returns their number.
+PQCD_INLINE int CompactGroup(int16_t* dst, __m256i v0, __m256i v1, uint32_t mask) {
+  const uint32_t m0 = mask & 0xFF, m1 = (mask >> 8) & 0xFF, m2 = (mask >> 16) & 0xFF,
+                 m3 = mask >> 24;
+  const int n0 = _mm_popcnt_u32(m0), n2 = _mm_popcnt_u32(m2), n1 = _mm_popcnt_u32(m1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), Compact8(_mm256_castsi256_si128(v0), m0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n0),
+                   Compact8(_mm256_extracti128_si256(v0, 1), m2));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n0 + n2),
+                   Compact8(_mm256_castsi256_si128(v1), m1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n0 + n2 + n1),
+                   Compact8(_mm256_extracti128_si256(v1, 1), m3));
+  return _mm_popcnt_u32(mask);
+}
+}  // namespace
+
+// Two passes. The first computes the candidates and acceptance masks of every 48-byte group
+// (until enough are accepted) and keeps them at fixed stack addresses; the second compacts them.
+// (In one pass, each group's input loads waited for the addresses of the previous group's stores,
+// which depend on ctr, hence on the previous loads: a serial chain of ~25 cycles per group.)
+// Groups whose 32 output slots all lie below `wanted` are compacted straight into out; the last
+// one or two go to tmp, and the accepted values below `wanted` are copied out at the end.
 int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
+  constexpr int kMaxGroups = 11;  // 504 bytes (3 SHAKE128 blocks) = 10 groups of 48 + one of 24
   const __m256i q = _mm256_set1_epi16(kQ);
-  int ctr = 0;
+  alignas(32) __m256i cand[2 * kMaxGroups];
+  uint32_t masks[kMaxGroups];
+  int total = 0, groups = 0, direct = 0;
   size_t pos = 0;
-  // 32 candidates (48 bytes) per iteration while all of them fit below `wanted`: one movemask for
-  // the acceptance bits of both vectors (byte order after vpacksswb: v0 low, v1 low, v0 high,
-  // v1 high), four compactions of 8 lanes each.
-  while (pos + 48 <= len && ctr + 32 <= wanted) {
+  // Mask byte order after vpacksswb: v0 low, v1 low, v0 high, v1 high.
+  for (; pos + 48 <= len && total < wanted && groups < kMaxGroups; pos += 48, ++groups) {
     const __m256i v0 = Candidates16(buf + pos);
     const __m256i v1 = Candidates16(buf + pos + 24);
     const uint32_t mask = static_cast<uint32_t>(_mm256_movemask_epi8(
         _mm256_packs_epi16(_mm256_cmpgt_epi16(q, v0), _mm256_cmpgt_epi16(q, v1))));
-    const uint32_t m0 = mask & 0xFF, m1 = (mask >> 8) & 0xFF, m2 = (mask >> 16) & 0xFF,
-                   m3 = mask >> 24;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
-                     Compact8(_mm256_castsi256_si128(v0), m0));
-    ctr += _mm_popcnt_u32(m0);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
-                     Compact8(_mm256_extracti128_si256(v0, 1), m2));
-    ctr += _mm_popcnt_u32(m2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
-                     Compact8(_mm256_castsi256_si128(v1), m1));
-    ctr += _mm_popcnt_u32(m1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr),
-                     Compact8(_mm256_extracti128_si256(v1, 1), m3));
-    ctr += _mm_popcnt_u32(m3);
-    pos += 48;
+    cand[2 * groups] = v0;
+    cand[2 * groups + 1] = v1;
+    masks[groups] = mask;
+    direct += total + 32 <= wanted ? 1 : 0;
+    total += _mm_popcnt_u32(mask);
   }
-  while (pos + 24 <= len && ctr < wanted) {
-    const __m256i v = Candidates16(buf + pos);
-    const uint32_t mask = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_packs_epi16(_mm256_cmpgt_epi16(q, v), _mm256_setzero_si256())));
-    const uint32_t m0 = mask & 0xFF, m1 = (mask >> 16) & 0xFF;
-    const __m128i lo = Compact8(_mm256_castsi256_si128(v), m0);
-    const __m128i hi = Compact8(_mm256_extracti128_si256(v, 1), m1);
-    const int n0 = _mm_popcnt_u32(m0), n1 = _mm_popcnt_u32(m1);
+  if (pos + 24 <= len && total < wanted && groups < kMaxGroups) {
+    // A last half group: v1 = 0 with mask bytes 1 and 3 zero.
+    const __m256i v0 = Candidates16(buf + pos);
+    const uint32_t mask = static_cast<uint32_t>(_mm256_movemask_epi8(
+        _mm256_packs_epi16(_mm256_cmpgt_epi16(q, v0), _mm256_setzero_si256())));
+    cand[2 * groups] = v0;
+    cand[2 * groups + 1] = _mm256_setzero_si256();
+    masks[groups] = mask;
+    direct += total + 32 <= wanted ? 1 : 0;
+    ++groups;
     pos += 24;
-    if (ctr + 16 <= wanted) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ctr + n0), hi);
-      ctr += n0 + n1;
-    } else {
-      // Last group: keep only the first wanted - ctr accepted values (Alg. 7 stops there).
-      int16_t tmp[24];
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp + n0), hi);
-      const int take = std::min(n0 + n1, wanted - ctr);
-      std::memcpy(out + ctr, tmp, sizeof(int16_t) * static_cast<size_t>(take));
-      ctr += take;
-    }
   }
-  // Scalar tail (Alg. 7 steps 5-13), stopping exactly where the portable code stops.
-  for (; pos + 3 <= len && ctr < wanted; pos += 3) {
+  int ctr = 0, g = 0;
+  for (; g < direct; ++g) ctr += CompactGroup(out + ctr, cand[2 * g], cand[2 * g + 1], masks[g]);
+  // The rest starts above wanted - 32 and stays below wanted + 32.
+  alignas(32) int16_t tmp[96];
+  const int base = ctr;
+  int extra = 0;
+  for (; g < groups; ++g) {
+    extra += CompactGroup(tmp + extra, cand[2 * g], cand[2 * g + 1], masks[g]);
+  }
+  // Scalar tail (Alg. 7 steps 5-13) for lengths that are not whole 24-byte groups; values past
+  // `wanted` are dropped below, exactly where the portable code stops.
+  for (; pos + 3 <= len && base + extra < wanted; pos += 3) {
     const uint16_t d1 = static_cast<uint16_t>(buf[pos] | ((buf[pos + 1] & 0x0f) << 8));
     const uint16_t d2 = static_cast<uint16_t>((buf[pos + 1] >> 4) | (buf[pos + 2] << 4));
-    if (d1 < kQ) out[ctr++] = static_cast<int16_t>(d1);
-    if (d2 < kQ && ctr < wanted) out[ctr++] = static_cast<int16_t>(d2);
+    tmp[extra] = static_cast<int16_t>(d1);
+    extra += d1 < kQ ? 1 : 0;
+    tmp[extra] = static_cast<int16_t>(d2);
+    extra += d2 < kQ ? 1 : 0;
   }
-  return ctr;
+  const int take = std::min(extra, wanted - base);
+  std::memcpy(out + base, tmp, sizeof(int16_t) * static_cast<size_t>(take));
+  return base + take;
 }
 
 namespace {
