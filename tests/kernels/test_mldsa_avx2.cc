@@ -366,6 +366,200 @@ TEST_F(MlDsaAvx2, Packing) {
   }
 }
 
+// The fused passes of key generation and verification: both backends agree (bytes and
+// polynomials), and each fused pass equals its unfused composition.
+TEST_F(MlDsaAvx2, FusedKernels) {
+  uint64_t s = 31;
+  const int64_t k9q = 9 * int64_t{kQ} - 1;
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    // A-hat z-hat - c-hat t1-hat: n <= 8 products plus one subtracted product.
+    const int len = 1 + n % 8;
+    Poly a[8], b[8];
+    for (int j = 0; j < len; ++j) {
+      a[j] = MakePoly(s, n, 0, kQ - 1);
+      b[j] = MakePoly(s, n, -k9q, k9q);
+    }
+    const Poly x = MakePoly(s, n, -k9q, k9q), y = MakePoly(s, (n + 2) % kEdges, -k9q, k9q);
+    int64_t unfused_diff = 0;  // set by either backend when the fused pass disagrees
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          PointwiseAccSubMontgomery(out[0], a, b, len, x, y);
+          PointwiseAccMontgomery(out[1], a, b, len);  // the unfused form, up to the representative
+          PointwiseMontgomery(out[2], x, y);
+          Sub(out[1], out[1], out[2]);
+          for (int i = 0; i < kN; ++i) {
+            const int64_t d = (int64_t{out[0].coeffs[i]} - out[1].coeffs[i]) % kQ;
+            if (d != 0 || out[0].coeffs[i] <= -kQ || out[0].coeffs[i] >= kQ) {
+              unfused_diff = 1000 + i;
+            }
+          }
+          std::memset(&out[1], 0, sizeof(Poly));  // representatives of the unfused form may differ
+          std::memset(&out[2], 0, sizeof(Poly));
+          return 0;
+        },
+        3))
+        << "acc-sub input #" << n << " n=" << len;
+    ASSERT_EQ(unfused_diff, 0) << "acc-sub vs unfused (1000 + index), input #" << n;
+
+    // UnpackT1Shifted = UnpackT1 then ShiftLeftD.
+    std::vector<uint8_t> t1(320);
+    for (auto& v : t1) v = n == 0 ? 0 : n == 1 ? 0xff : static_cast<uint8_t>(SplitMix(s));
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          UnpackT1Shifted(out[0], t1.data());
+          UnpackT1(out[1], t1.data());
+          ShiftLeftD(out[1]);
+          unfused_diff |= std::memcmp(&out[0], &out[1], sizeof(Poly)) != 0;
+          return 0;
+        },
+        2))
+        << "t1 input #" << n;
+    ASSERT_EQ(unfused_diff, 0) << "t1 shifted vs unfused, input #" << n;
+
+    // Power2RoundPackT1 on |r| < q, |s| <= 4 (and t0 aliasing r) against the unfused passes.
+    const Poly r = MakePoly(s, n, -(kQ - 1), kQ - 1);
+    const Poly e = MakePoly(s, (n + 1) % kEdges == 0 ? 3 : n, -4, 4);
+    std::vector<uint8_t> packed_ref;
+    Poly t0_unfused;
+    {
+      Poly t = r, t1p;
+      Add(t, t, e);
+      Reduce32(t);
+      CAddQ(t);
+      Power2Round(t1p, t0_unfused, t);
+      packed_ref.resize(320);
+      PackT1(packed_ref.data(), t1p);
+    }
+    ASSERT_TRUE(SameBytesOnBothBackends(
+        [&](std::vector<uint8_t>& out) {
+          Poly t0 = r;
+          Power2RoundPackT1(out.data(), t0, t0, e);
+        },
+        320))
+        << "power2round-pack input #" << n;
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          uint8_t buf[320];
+          Power2RoundPackT1(buf, out[0], r, e);
+          unfused_diff |= std::memcmp(buf, packed_ref.data(), 320) != 0 ||
+                          std::memcmp(&out[0], &t0_unfused, sizeof(Poly)) != 0;
+          return 0;
+        },
+        1))
+        << "power2round-pack t0 input #" << n;
+    ASSERT_EQ(unfused_diff, 0) << "power2round-pack vs unfused, input #" << n;
+
+    // UseHintPackW1 on |r| < q against CAddQ, UseHint, PackW1.
+    Poly h;
+    for (int i = 0; i < kN; ++i) {
+      h.coeffs[i] = n < kEdges ? (n + i) % 2 : static_cast<int32_t>(SplitMix(s) & 1);
+    }
+    Poly rc = r;
+    CAddQ(rc);
+    for (int which = 0; which < 2; ++which) {
+      const size_t bytes = which == 0 ? 192 : 128;
+      std::vector<uint8_t> want(bytes);
+      Poly w;
+      if (which == 0) {
+        UseHint<kG2Small>(w, rc, h);
+        PackW1<kG2Small>(want.data(), w);
+      } else {
+        UseHint<kG2Large>(w, rc, h);
+        PackW1<kG2Large>(want.data(), w);
+      }
+      ASSERT_TRUE(SameBytesOnBothBackends(
+          [&](std::vector<uint8_t>& out) {
+            if (which == 0) {
+              UseHintPackW1<kG2Small>(out.data(), r, h);
+            } else {
+              UseHintPackW1<kG2Large>(out.data(), r, h);
+            }
+          },
+          bytes))
+          << "use-hint-pack gamma2 #" << which << " input #" << n;
+      std::vector<uint8_t> got(bytes);
+      if (which == 0) {
+        UseHintPackW1<kG2Small>(got.data(), r, h);
+      } else {
+        UseHintPackW1<kG2Large>(got.data(), r, h);
+      }
+      ASSERT_EQ(got, want) << "use-hint-pack vs unfused, gamma2 #" << which << " input #" << n;
+    }
+  }
+}
+
+// The signer's fused passes against both backends and their unfused compositions.
+TEST_F(MlDsaAvx2, SignerFusedKernels) {
+  uint64_t s = 37;
+  const int32_t bounds[] = {(1 << 19) - 196, (1 << 17) - 78, 1, (1 << 30) - 1, 300};
+  for (int n = 0; n < kEdges + kRandomPolys; ++n) {
+    // Reduce32 + SplitLow9 + Add + ExceedsNorm; v mostly small (exact products), some any |v| < q.
+    const int64_t vmax = n % 3 == 0 ? kQ - 1 : 513 * 196;
+    const Poly v = MakePoly(s, n, -vmax, vmax);
+    const Poly y = MakePoly(s, (n + 4) % kEdges == 0 ? 2 : n, -(1 << 19) + 1, 1 << 19);
+    const int32_t bound = bounds[n % 5];
+    int64_t unfused_diff = 0;
+    ASSERT_TRUE(SameOnBothBackends(
+        [&](std::vector<Poly>& out) {
+          const uint32_t bad = SplitLow9AddNorm(out[0], out[1], v, y, bound);
+          Poly x = v, lo, hi;
+          Reduce32(x);
+          SplitLow9(lo, hi, x);
+          Add(lo, lo, y);
+          const uint32_t want = ExceedsNorm(lo, bound);
+          unfused_diff |= bad != want || std::memcmp(&lo, &out[0], sizeof(Poly)) != 0 ||
+                          std::memcmp(&hi, &out[1], sizeof(Poly)) != 0;
+          Poly alias = v;  // lo aliasing v
+          SplitLow9AddNorm(alias, out[2], alias, y, bound);
+          unfused_diff |= std::memcmp(&alias, &out[0], sizeof(Poly)) != 0;
+          return static_cast<int64_t>(bad);
+        },
+        3))
+        << "split-add-norm input #" << n << " bound " << bound;
+    ASSERT_EQ(unfused_diff, 0) << "split-add-norm vs unfused, input #" << n;
+
+    // CAddQ + Decompose + PackW1, both gamma2, r aliasing r1.
+    const Poly r = MakePoly(s, n, -(kQ - 1), kQ - 1);
+    for (int which = 0; which < 2; ++which) {
+      const size_t bytes = which == 0 ? 192 : 128;
+      auto fused = [&](uint8_t* o, Poly& r1, Poly& r0, const Poly& in) {
+        if (which == 0) {
+          DecomposePackW1<kG2Small>(o, r1, r0, in);
+        } else {
+          DecomposePackW1<kG2Large>(o, r1, r0, in);
+        }
+      };
+      ASSERT_TRUE(SameBytesOnBothBackends(
+          [&](std::vector<uint8_t>& out) {
+            Poly r1 = r, r0;
+            fused(out.data(), r1, r0, r1);
+          },
+          bytes))
+          << "decompose-pack gamma2 #" << which << " input #" << n;
+      ASSERT_TRUE(SameOnBothBackends(
+          [&](std::vector<Poly>& out) {
+            std::vector<uint8_t> got(bytes), want(bytes);
+            fused(got.data(), out[0], out[1], r);
+            Poly rc = r, r1, r0;
+            CAddQ(rc);
+            if (which == 0) {
+              Decompose<kG2Small>(r1, r0, rc);
+              PackW1<kG2Small>(want.data(), r1);
+            } else {
+              Decompose<kG2Large>(r1, r0, rc);
+              PackW1<kG2Large>(want.data(), r1);
+            }
+            unfused_diff |= got != want || std::memcmp(&r1, &out[0], sizeof(Poly)) != 0 ||
+                            std::memcmp(&r0, &out[1], sizeof(Poly)) != 0;
+            return 0;
+          },
+          2))
+          << "decompose-pack polys gamma2 #" << which << " input #" << n;
+      ASSERT_EQ(unfused_diff, 0) << "decompose-pack vs unfused, gamma2 #" << which << " #" << n;
+    }
+  }
+}
+
 // Unpacking of t0 and eta fields: every byte pattern (eta: out-of-range fields must raise the same
 // malformed flag and give the same coefficients).
 TEST_F(MlDsaAvx2, UnpackT0AndEta) {

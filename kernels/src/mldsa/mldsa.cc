@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -286,6 +287,66 @@ WipeOnExit WipeFrom(T& object, M& first) {
   return WipeOnExit(from, sizeof(T) - static_cast<size_t>(from - base));
 }
 
+// SHAKE256(message, 64) of a message that is written while the hash runs (the public key in key
+// generation grows row by row of t1): each ride absorbs the next block once its bytes are there
+// (Available()), the padded final block once the whole message is. Public data only.
+class GrowingRider final : public KeccakRider {
+ public:
+  GrowingRider(const uint8_t* message, size_t total) : msg_(message), total_(total) {}
+  // Starts over with another message (state zeroed, nothing available yet).
+  void Begin(const uint8_t* message, size_t total) {
+    std::memset(state, 0, sizeof(state));
+    msg_ = message;
+    total_ = total;
+    avail_ = done_ = 0;
+    padded_ = false;
+  }
+  // Every block, the padded final one included, has been absorbed (and, once the permutation that
+  // followed has run, Finish needs no permutation of its own).
+  bool Absorbed() const { return padded_; }
+  // Bytes [0, n) of the message are final.
+  void Available(size_t n) { avail_ = n; }
+  bool Step() override {
+    constexpr size_t kRate = Shake256::kRateBytes;
+    if (padded_) return false;
+    if (done_ + kRate <= avail_) {
+      XorBlock(msg_ + done_, kRate);
+      done_ += kRate;
+      return true;
+    }
+    if (avail_ < total_) return false;
+    alignas(8) uint8_t block[kRate] = {};
+    std::memcpy(block, msg_ + done_, total_ - done_);
+    block[total_ - done_] ^= 0x1f;
+    block[kRate - 1] ^= 0x80;
+    XorBlock(block, kRate);
+    done_ = total_;
+    padded_ = true;
+    return true;
+  }
+  // The whole message is available: absorbs what did not ride, squeezes n <= rate bytes.
+  void Finish(uint8_t* out, size_t n = 64) {
+    avail_ = total_;
+    while (Step()) KeccakF1600(state);
+    std::memcpy(out, state, n);  // little-endian lanes: the first n output bytes
+  }
+
+ private:
+  void XorBlock(const uint8_t* p, size_t n) {
+    for (size_t w = 0; w < n / 8; ++w) {
+      uint64_t v;
+      std::memcpy(&v, p + 8 * w, 8);
+      state[w] ^= v;
+    }
+  }
+  const uint8_t* msg_;
+  size_t total_;
+  size_t avail_ = 0;
+  size_t done_ = 0;
+  bool padded_ = false;
+};
+static_assert(std::endian::native == std::endian::little);
+
 // ---- The algorithm, templated on the parameter set ---------------------------------------------
 
 template <int K, int L>
@@ -338,7 +399,9 @@ struct Impl {
 
   // ExpandA (Alg. 32): A[r][s] = RejNTTPoly(rho || s || r).
   // rider (optional): a hash that rides along ExpandA's permutations (tr = H(pk) in verification).
-  static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32], KeccakRider* rider = nullptr) {
+  // on_done(ctx, m): entries [0, m) in row-major order are complete (see SampleUniformPolys).
+  static void ExpandA(Poly (&a)[K][L], const uint8_t rho[32], KeccakRider* rider = nullptr,
+                      mldsa::SampleDoneFn on_done = nullptr, void* ctx = nullptr) {
     Poly* out[K * L];
     uint16_t nonces[K * L];
     for (int r = 0; r < K; ++r) {
@@ -347,7 +410,7 @@ struct Impl {
         nonces[r * L + s] = static_cast<uint16_t>(r << 8 | s);
       }
     }
-    mldsa::SampleUniformPolys(out, rho, nonces, K * L, rider);
+    mldsa::SampleUniformPolys(out, rho, nonces, K * L, rider, on_done, ctx);
   }
 
   // ExpandS (Alg. 33): s1[r] = RejBoundedPoly(rho' || r), s2[r] = RejBoundedPoly(rho' || r + l).
@@ -371,22 +434,14 @@ struct Impl {
     mldsa::SampleMaskPolys<kGamma1Bits>(out, rho_pp, nonces, L);
   }
 
-  // out_i = InvNTT(sum_j A[i][j] * v_hat[j]) in [0, q).
-  static void MatrixVectorToStandard(Poly& out, const Poly (&row)[L], const PolyVec<L>& v_hat) {
-    mldsa::PointwiseAccMontgomery(out, row, v_hat.data(), L);  // |.| < q
-    mldsa::InvNttToMont(out);                                  // |.| < q
-    mldsa::CAddQ(out);                                         // [0, q)
-  }
-
   // ---- Key generation (Alg. 6) ----
 
+  // Secret scratch of key generation (wiped on return); t1 goes straight into pk.
   struct alignas(64) KeyGenScratch {
-    PolyVec<K> t1;       // public: not wiped
-    uint8_t seeds[128];  // rho || rho' || K; wiped from here on
-    PolyVec<L> s1_hat;
-    PolyVec<L> s1;
+    uint8_t seeds[128];  // rho || rho' || K
+    PolyVec<L> s1;       // s1, then NTT(s1)
     PolyVec<K> s2;
-    PolyVec<K> t;  // then t0
+    Poly t0;  // one row at a time: A-hat NTT(s1) row, then t0
   };
 
   // ML-DSA.KeyGen_internal(xi): writes pk, fills `key` (A-hat, rho, K, tr) and, when
@@ -405,58 +460,76 @@ struct Impl {
     KeyGenFromSeeds(seeds, pk, sk, key, want_signing_key, /*compute_tr=*/true);
   }
 
+  // State of the row-by-row part of key generation (ExpandA's on_done callback).
+  struct KeyGenRows {
+    KeyGenScratch* ws;
+    SigningKey* key;
+    uint8_t* pk;
+    uint8_t* sk;  // may be null
+    GrowingRider* rider;
+    bool want_signing_key;
+    int rows_done;
+  };
+
+  // Row i of t = InvNTT(A-hat NTT(s1)) + s2 as soon as A-hat row i is sampled (still in L1):
+  // Power2Round, t1 into pk (which the tr rider then absorbs), t0 into sk / t0-hat.
+  static void KeyGenRowsDone(void* ctx, size_t entries_done) {
+    KeyGenRows& st = *static_cast<KeyGenRows*>(ctx);
+    KeyGenScratch& ws = *st.ws;
+    for (; st.rows_done < K && static_cast<size_t>(st.rows_done + 1) * L <= entries_done;
+         ++st.rows_done) {
+      const int i = st.rows_done;
+      mldsa::PointwiseAccMontgomery(ws.t0, st.key->a[i], ws.s1.data(), L);  // |.| < q
+      mldsa::InvNttToMont(ws.t0);                                           // |.| < q
+      uint8_t* t1_out = st.pk + 32 + i * kT1Bytes;
+      mldsa::Power2RoundPackT1(t1_out, ws.t0, ws.t0, ws.s2[i]);
+      CtPublic(t1_out, kT1Bytes);  // t1 is the public key
+      if (st.rider != nullptr) st.rider->Available(32 + (i + 1) * kT1Bytes);
+      if (st.sk != nullptr) {
+        mldsa::PackT0(st.sk + 128 + (K + L) * kEtaBytes + i * kT0Bytes, ws.t0);
+      }
+      if (st.want_signing_key) {
+        st.key->t0_hat[i] = ws.t0;  // |t0| <= 2^12
+        mldsa::Ntt(st.key->t0_hat[i]);
+      }
+    }
+  }
+
   // KeyGen_internal from line 2 on, given (rho, rho', K). Without compute_tr, key.tr and the tr
   // field of sk are left for the caller (a batch hashes several public keys side by side).
+  // With compute_tr, tr = H(pk) rides along ExpandA's permutations as pk fills up.
   static void KeyGenFromSeeds(const uint8_t seeds[128], uint8_t* pk, uint8_t* sk, SigningKey& key,
                               bool want_signing_key, bool compute_tr) {
     KeyGenScratch ws;
-    const WipeOnExit wipe = WipeFrom(ws, ws.seeds);
+    ZeroOnExit wipe(ws);
     std::memcpy(ws.seeds, seeds, 128);
     const uint8_t* rho = ws.seeds;
     const uint8_t* rho_prime = ws.seeds + 32;
     std::memcpy(key.rho, rho, 32);
     std::memcpy(key.key, ws.seeds + 96, 32);
     CtPublic(key.rho, 32);  // rho is part of the public key
+    std::memcpy(pk, key.rho, 32);
 
-    ExpandA(key.a, key.rho);
     ExpandS(ws.s1, ws.s2, rho_prime);
-
-    for (int j = 0; j < L; ++j) {
-      ws.s1_hat[j] = ws.s1[j];
-      mldsa::Ntt(ws.s1_hat[j]);  // |s1| <= eta < q
-    }
-    for (int i = 0; i < K; ++i) {
-      // t = InvNTT(A-hat * NTT(s1)) + s2
-      mldsa::PointwiseAccMontgomery(ws.t[i], key.a[i], ws.s1_hat.data(), L);
-      mldsa::InvNttToMont(ws.t[i]);            // |.| < q
-      mldsa::Add(ws.t[i], ws.t[i], ws.s2[i]);  // |.| < q + eta
-      mldsa::Reduce32(ws.t[i]);
-      mldsa::CAddQ(ws.t[i]);  // [0, q)
-      mldsa::Power2Round(ws.t1[i], ws.t[i], ws.t[i]);
-    }
-    CtPublic(ws.t1.data(), sizeof(ws.t1));  // t1 is the public key
-
-    // pk = pkEncode(rho, t1) (Alg. 22); tr = H(pk, 64)
-    std::memcpy(pk, rho, 32);
-    for (int i = 0; i < K; ++i) mldsa::PackT1(pk + 32 + i * kT1Bytes, ws.t1[i]);
-    if (compute_tr) Shake256Digest(Bytes(pk, kPk), MutBytes(key.tr, 64));
-
-    if (sk != nullptr) {  // skEncode (Alg. 24)
-      uint8_t* p = sk;
-      std::memcpy(p, rho, 32);
-      std::memcpy(p + 32, key.key, 32);
-      if (compute_tr) std::memcpy(p + 64, key.tr, 64);
-      p += 128;
+    if (sk != nullptr) {  // skEncode (Alg. 24); tr and t0 follow
+      std::memcpy(sk, key.rho, 32);
+      std::memcpy(sk + 32, key.key, 32);
+      uint8_t* p = sk + 128;
       for (int j = 0; j < L; ++j, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s1[j]);
       for (int i = 0; i < K; ++i, p += kEtaBytes) mldsa::PackEta<kEta>(p, ws.s2[i]);
-      for (int i = 0; i < K; ++i, p += kT0Bytes) mldsa::PackT0(p, ws.t[i]);
     }
     if (want_signing_key) {
-      for (int i = 0; i < K; ++i) {
-        SetS2(key, i, ws.s1, ws.s2[i]);
-        key.t0_hat[i] = ws.t[i];  // t0, |t0| <= 2^12
-        mldsa::Ntt(key.t0_hat[i]);
-      }
+      for (int i = 0; i < K; ++i) SetS2(key, i, ws.s1, ws.s2[i]);
+    }
+    for (int j = 0; j < L; ++j) mldsa::Ntt(ws.s1[j]);  // |s1| <= eta < q
+
+    GrowingRider rider(pk, kPk);
+    rider.Available(32);
+    KeyGenRows rows{&ws, &key, pk, sk, compute_tr ? &rider : nullptr, want_signing_key, 0};
+    ExpandA(key.a, key.rho, rows.rider, &KeyGenRowsDone, &rows);
+    if (compute_tr) {
+      rider.Finish(key.tr);
+      if (sk != nullptr) std::memcpy(sk + 64, key.tr, 64);
     }
   }
 
@@ -556,9 +629,9 @@ struct Impl {
         mldsa::Ntt(ws.z[j]);
       }
       for (int i = 0; i < K; ++i) {
-        MatrixVectorToStandard(ws.w1[i], key.a[i], ws.z);
-        mldsa::Decompose<kGamma2>(ws.w1[i], ws.w0[i], ws.w1[i]);
-        mldsa::PackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w1[i]);
+        mldsa::PointwiseAccMontgomery(ws.w1[i], key.a[i], ws.z.data(), L);  // |.| < q
+        mldsa::InvNttToMont(ws.w1[i]);                                      // |.| < q
+        mldsa::DecomposePackW1<kGamma2>(ws.w1_packed + i * kW1Bytes, ws.w1[i], ws.w0[i], ws.w1[i]);
       }
       // c~ = H(mu || w1Encode(w1), lambda / 4). c~ and c stay secret until the attempt is
       // accepted: SampleInBall and the products with c are constant time.
@@ -578,10 +651,9 @@ struct Impl {
       for (int j = 0; j < L; ++j) {
         mldsa::PointwiseMontgomery(ws.z[j], ws.c_hat, key.s12_hat[j]);
         mldsa::InvNttToMont(ws.z[j]);
-        mldsa::Reduce32(ws.z[j]);                     // exact c s1 + 2^9 c s2, |.| <= 513 beta
-        mldsa::SplitLow9(ws.z[j], ws.h[j], ws.z[j]);  // c s1, c s2
-        mldsa::Add(ws.z[j], ws.z[j], ws.y[j]);        // |.| <= gamma1 + beta
-        reject |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
+        // Reduce32: exact c s1 + 2^9 c s2 (|.| <= 513 beta); split into c s1 and c s2 (h[j]);
+        // z = y + c s1 (|.| <= gamma1 + beta); the norm check.
+        reject |= mldsa::SplitLow9AddNorm(ws.z[j], ws.h[j], ws.z[j], ws.y[j], kGamma1 - kBeta);
       }
       CtPublic(&reject, sizeof(reject));
       if (reject != 0) continue;
@@ -640,13 +712,11 @@ struct Impl {
     bool loaded = false;
   };
 
-  static void LoadPublicKey(PublicKeyCache& cache, const uint8_t* pk,
-                            KeccakRider* rider = nullptr) {
+  static void LoadPublicKey(PublicKeyCache& cache, const uint8_t* pk) {
     if (cache.loaded && std::memcmp(cache.pk, pk, kPk) == 0) return;  // public data
-    if (!cache.loaded || std::memcmp(cache.pk, pk, 32) != 0) ExpandA(cache.a, pk, rider);
+    if (!cache.loaded || std::memcmp(cache.pk, pk, 32) != 0) ExpandA(cache.a, pk);
     for (int i = 0; i < K; ++i) {
-      mldsa::UnpackT1(cache.t1_hat[i], pk + 32 + i * kT1Bytes);
-      mldsa::ShiftLeftD(cache.t1_hat[i]);  // [0, q)
+      mldsa::UnpackT1Shifted(cache.t1_hat[i], pk + 32 + i * kT1Bytes);  // [0, q)
       mldsa::Ntt(cache.t1_hat[i]);
     }
     std::memcpy(cache.pk, pk, kPk);
@@ -656,73 +726,143 @@ struct Impl {
   struct alignas(64) VerifyScratch {
     PolyVec<L> z;
     PolyVec<K> h;
-    PolyVec<K> w;
-    Poly ct1;
+    Poly w;
     Poly c;
   };
 
-  // sigDecode, then w1' = UseHint(h, InvNTT(A-hat NTT(z) - NTT(c) NTT(t1 2^d))) packed into
-  // w1_packed. False when the signature is already known to be invalid (malformed hint, ||z||).
-  static bool VerifyW1(const PublicKeyCache& key, const uint8_t* sig, uint8_t* w1_packed) {
-    VerifyScratch ws;
-    // sigDecode (Alg. 27): a malformed hint means the signature is invalid.
-    const uint8_t* c_tilde = sig;
-    if (!mldsa::UnpackHint(ws.h.data(), sig + kCTildeBytes + L * kZBytes, K, kOmega)) return false;
+  // sigDecode (Alg. 27) into z-hat (NTT domain), h and c-hat (NTT domain); false for a malformed
+  // hint or ||z|| >= gamma1 - beta.
+  static bool DecodeSignature(PolyVec<L>& z, PolyVec<K>& h, Poly& c, const uint8_t* sig) {
+    if (!mldsa::UnpackHint(h.data(), sig + kCTildeBytes + L * kZBytes, K, kOmega)) return false;
     uint32_t too_big = 0;
     for (int j = 0; j < L; ++j) {
-      mldsa::UnpackZ<kGamma1Bits>(ws.z[j], sig + kCTildeBytes + j * kZBytes);
-      too_big |= mldsa::ExceedsNorm(ws.z[j], kGamma1 - kBeta);
+      mldsa::UnpackZ<kGamma1Bits>(z[j], sig + kCTildeBytes + j * kZBytes);
+      too_big |= mldsa::ExceedsNorm(z[j], kGamma1 - kBeta);
     }
     if (too_big != 0) return false;
+    mldsa::SampleInBallPublic(c, sig, kCTildeBytes, kTau);  // public c~: may branch
+    mldsa::Ntt(c);
+    for (int j = 0; j < L; ++j) mldsa::Ntt(z[j]);  // |z| < gamma1 < q
+    return true;
+  }
 
-    mldsa::SampleInBallPublic(ws.c, c_tilde, kCTildeBytes, kTau);  // public c~: may branch
-    mldsa::Ntt(ws.c);
-    for (int j = 0; j < L; ++j) mldsa::Ntt(ws.z[j]);  // |z| < gamma1 < q
-
-    for (int i = 0; i < K; ++i) {
-      mldsa::PointwiseMontgomery(ws.ct1, ws.c, key.t1_hat[i]);  // |.| < q
-      mldsa::PointwiseAccMontgomery(ws.w[i], key.a[i], ws.z.data(), L);
-      mldsa::Sub(ws.w[i], ws.w[i], ws.ct1);  // |.| < 2q
-      mldsa::Reduce32(ws.w[i]);
-      mldsa::InvNttToMont(ws.w[i]);
-      mldsa::CAddQ(ws.w[i]);
-      mldsa::UseHint<kGamma2>(ws.w[i], ws.w[i], ws.h[i]);
-      mldsa::PackW1<kGamma2>(w1_packed + i * kW1Bytes, ws.w[i]);
+  // Batch verification with a cached key: sigDecode, then w1' = UseHint(h, InvNTT(A-hat NTT(z) -
+  // NTT(c) NTT(t1 2^d))) packed into w1_packed. False when the signature is already known to be
+  // invalid (malformed hint, ||z||).
+  static bool VerifyW1(const PublicKeyCache& key, const uint8_t* sig, uint8_t* w1_packed) {
+    VerifyScratch ws;
+    if (!DecodeSignature(ws.z, ws.h, ws.c, sig)) return false;
+    for (int i = 0; i < K; ++i) {  // as StreamRowsDone
+      mldsa::PointwiseAccSubMontgomery(ws.w, key.a[i], ws.z.data(), L, ws.c, key.t1_hat[i]);
+      mldsa::InvNttToMont(ws.w);  // |.| < q
+      mldsa::UseHintPackW1<kGamma2>(w1_packed + i * kW1Bytes, ws.w, ws.h[i]);
     }
     return true;
   }
 
-  static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
-    PublicKeyCache key;
-    LoadPublicKey(key, pk);
-    return VerifyLoaded(key, mu, sig);
+  // ---- Single verification, streamed row by row ----
+  //
+  // sigDecode and NTT(z), NTT(c) first; then ExpandA, each row of A-hat consumed as soon as it is
+  // sampled (still in L1): NTT(t1[i] 2^d), w1'[i] = UseHint(h[i], InvNTT(A-hat[i] z-hat - c-hat
+  // t1-hat[i])) packed after mu. One rider hashes along the 4-lane permutations: first tr = H(pk)
+  // (unless mu is given), then, once tr is complete, mu = make_mu(tr) and c~' = H(mu || w1Encode)
+  // as the rows of w1' come in.
+  struct alignas(64) StreamScratch {
+    Poly a[K][L];
+    PolyVec<L> z;
+    PolyVec<K> h;
+    Poly c;
+    Poly t1;
+    Poly w;
+    uint8_t tr[64];
+    uint8_t mu_w1[64 + K * kW1Bytes];  // mu || w1Encode(w1')
+  };
+
+  struct StreamState {
+    StreamScratch* ws;
+    const uint8_t* pk;
+    GrowingRider* rider;
+    absl::Status (*make_mu)(void* make_mu_ctx, const uint8_t* tr, uint8_t* mu);
+    void* make_mu_ctx;
+    absl::Status mu_status;
+    bool hashing_tr;  // the rider still works on tr
+    int rows_done;
+  };
+
+  // tr is complete: mu = make_mu(tr), then the rider moves on to mu || w1Encode(w1').
+  static void StreamStartMu(StreamState& st) {
+    st.rider->Finish(st.ws->tr);
+    st.hashing_tr = false;
+    st.mu_status = st.make_mu(st.make_mu_ctx, st.ws->tr, st.ws->mu_w1);
+    st.rider->Begin(st.ws->mu_w1, sizeof(st.ws->mu_w1));
+    st.rider->Available(64 + st.rows_done * kW1Bytes);
   }
 
-  // Verification with tr = H(pk) riding along ExpandA: loads the key into `key`, then calls
-  // make_mu(tr, mu) and verifies. Returns make_mu's error, if any.
+  static void StreamRowsDone(void* ctx, size_t entries_done) {
+    StreamState& st = *static_cast<StreamState*>(ctx);
+    StreamScratch& ws = *st.ws;
+    for (; st.rows_done < K && static_cast<size_t>(st.rows_done + 1) * L <= entries_done;
+         ++st.rows_done) {
+      const int i = st.rows_done;
+      mldsa::UnpackT1Shifted(ws.t1, st.pk + 32 + i * kT1Bytes);  // [0, q)
+      mldsa::Ntt(ws.t1);
+      // A-hat[i] z-hat - c-hat t1-hat[i] in one 64-bit accumulation (A-hat in [0, q), the NTT
+      // outputs below 9q: at most (9 L + 81) q^2 < 2^31 q), one reduction (|.| < q); then
+      // InvNTT and one pass for CAddQ, UseHint and w1Encode.
+      mldsa::PointwiseAccSubMontgomery(ws.w, ws.a[i], ws.z.data(), L, ws.c, ws.t1);
+      mldsa::InvNttToMont(ws.w);  // |.| < q
+      mldsa::UseHintPackW1<kGamma2>(ws.mu_w1 + 64 + i * kW1Bytes, ws.w, ws.h[i]);
+    }
+    if (st.hashing_tr) {
+      if (st.rider->Absorbed()) StreamStartMu(st);
+    } else {
+      st.rider->Available(64 + st.rows_done * kW1Bytes);
+    }
+  }
+
+  // mu given (external mu) or, with mu == nullptr, make_mu(ctx, tr, mu) once tr = H(pk) is known.
+  // Returns make_mu's error, if any (also for a signature that fails to decode).
+  static absl::StatusOr<bool> VerifyStream(const uint8_t* pk, const uint8_t* sig, const uint8_t* mu,
+                                           absl::Status (*make_mu)(void* ctx, const uint8_t* tr,
+                                                                   uint8_t* mu),
+                                           void* make_mu_ctx) {
+    StreamScratch ws;
+    if (!DecodeSignature(ws.z, ws.h, ws.c, sig)) {
+      if (mu != nullptr) return false;
+      Shake256Digest(Bytes(pk, kPk), MutBytes(ws.tr, 64));
+      if (absl::Status s = make_mu(make_mu_ctx, ws.tr, ws.mu_w1); !s.ok()) return s;
+      return false;
+    }
+    GrowingRider rider(pk, kPk);
+    StreamState st{&ws, pk, &rider, make_mu, make_mu_ctx, absl::OkStatus(), mu == nullptr, 0};
+    if (mu != nullptr) {
+      std::memcpy(ws.mu_w1, mu, 64);
+      rider.Begin(ws.mu_w1, sizeof(ws.mu_w1));
+      rider.Available(64);
+    } else {
+      rider.Available(kPk);
+    }
+    ExpandA(ws.a, pk, &rider, &StreamRowsDone, &st);
+    if (st.hashing_tr) StreamStartMu(st);
+    if (!st.mu_status.ok()) return st.mu_status;
+    uint8_t c_tilde2[kCTildeBytes];
+    rider.Finish(c_tilde2, kCTildeBytes);
+    return std::memcmp(sig, c_tilde2, kCTildeBytes) == 0;
+  }
+
+  static bool VerifyMu(const uint8_t* pk, const uint8_t mu[64], const uint8_t* sig) {
+    absl::StatusOr<bool> ok = VerifyStream(pk, sig, mu, nullptr, nullptr);
+    return ok.ok() && *ok;
+  }
+
+  // Verification with tr = H(pk) and c~' riding along ExpandA; calls make_mu(tr, mu). Returns
+  // make_mu's error, if any.
   template <class MakeMu>
   static absl::StatusOr<bool> VerifyWithTr(const uint8_t* pk, const uint8_t* sig, MakeMu make_mu) {
-    PublicKeyCache key;
-    uint8_t tr[64], mu[64];
-    {
-      AbsorbRider rider(Shake256::kRateBytes, 0x1f);
-      rider.Begin(Bytes(pk, kPk));
-      LoadPublicKey(key, pk, &rider);
-      rider.Finish(MutBytes(tr, 64));
-    }
-    if (absl::Status s = make_mu(tr, mu); !s.ok()) return s;
-    return VerifyLoaded(key, mu, sig);
-  }
-
-  static bool VerifyLoaded(const PublicKeyCache& key, const uint8_t mu[64], const uint8_t* sig) {
-    uint8_t w1_packed[K * kW1Bytes];
-    if (!VerifyW1(key, sig, w1_packed)) return false;
-    uint8_t c_tilde2[kCTildeBytes];
-    Shake256 h;
-    h.Absorb(Bytes(mu, 64));
-    h.Absorb(w1_packed);
-    h.Squeeze(c_tilde2);
-    return std::memcmp(sig, c_tilde2, kCTildeBytes) == 0;
+    auto call = [](void* ctx, const uint8_t* tr, uint8_t* mu) {
+      return (*static_cast<MakeMu*>(ctx))(tr, mu);
+    };
+    return VerifyStream(pk, sig, nullptr, call, &make_mu);
   }
 
   static absl::Status CheckPk(Bytes pk) {

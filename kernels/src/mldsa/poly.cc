@@ -196,6 +196,16 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
   for (int i = 0; i < kN; ++i) c.coeffs[i] = MontgomeryReduce(acc[i]);
 }
 
+void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
+                               const Poly& y) {
+  if (UseAvx2()) return avx2::PointwiseAccSubMontgomery(c, a, b, n, x, y);
+  for (int i = 0; i < kN; ++i) {
+    int64_t acc = -static_cast<int64_t>(x.coeffs[i]) * y.coeffs[i];
+    for (int j = 0; j < n; ++j) acc += static_cast<int64_t>(a[j].coeffs[i]) * b[j].coeffs[i];
+    c.coeffs[i] = MontgomeryReduce(acc);
+  }
+}
+
 void Reduce32(Poly& a) {
   if (UseAvx2()) return avx2::Reduce32(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] = Reduce32Coeff(a.coeffs[i]);
@@ -229,6 +239,21 @@ void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
     hi.coeffs[i] = (x - l) >> 9;  // exact: x - l is a multiple of 2^9
     lo.coeffs[i] = l;
   }
+}
+
+uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound) {
+  if (UseAvx2()) return avx2::SplitLow9AddNorm(lo, hi, v, y, bound);
+  uint32_t bad = 0;
+  for (int i = 0; i < kN; ++i) {
+    const int32_t x = Reduce32Coeff(v.coeffs[i]);
+    const int32_t l = ((x + 256) & 511) - 256;
+    hi.coeffs[i] = (x - l) >> 9;  // exact: x - l is a multiple of 2^9
+    const int32_t z = l + y.coeffs[i];
+    lo.coeffs[i] = z;
+    const int32_t sign = z >> 31;
+    bad |= static_cast<uint32_t>(bound - 1 - ((z ^ sign) - sign)) >> 31;
+  }
+  return 0u - bad;
 }
 
 // ---- Rounding --------------------------------------------------------------------------------
@@ -326,6 +351,23 @@ void UnpackT1(Poly& t1, const uint8_t in[320]) {
   UnpackCoeffs<10>(t1, in, [](uint32_t v) { return static_cast<int32_t>(v); });
 }
 
+void UnpackT1Shifted(Poly& t, const uint8_t in[320]) {
+  if (UseAvx2()) return avx2::UnpackT1Shifted(t, in);
+  UnpackCoeffs<10>(t, in, [](uint32_t v) { return static_cast<int32_t>(v << kD); });
+}
+
+void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly& s) {
+  if (UseAvx2()) return avx2::Power2RoundPackT1(t1_out, t0, r, s);
+  Poly t1;  // becomes public (the public key)
+  for (int i = 0; i < kN; ++i) {
+    const int32_t a = CAddQCoeff(Reduce32Coeff(r.coeffs[i] + s.coeffs[i]));
+    const int32_t hi = (a + (1 << (kD - 1)) - 1) >> kD;
+    t0.coeffs[i] = a - (hi << kD);
+    t1.coeffs[i] = hi;
+  }
+  PackCoeffs<10>(t1_out, t1, [](int32_t c) { return static_cast<uint32_t>(c); });
+}
+
 template <int Eta>
 void PackEta(uint8_t* out, const Poly& s) {
   if (UseAvx2()) return Eta == 2 ? avx2::PackEta2(out, s) : avx2::PackEta4(out, s);
@@ -382,6 +424,37 @@ void PackW1(uint8_t* out, const Poly& w1) {
   PackCoeffs<kBits>(out, w1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 
+template <int32_t Gamma2>
+void DecomposePackW1(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  if (UseAvx2()) {
+    if constexpr (Gamma2 == (kQ - 1) / 88)
+      return avx2::DecomposePackW1Small(out, r1, r0, r);
+    else
+      return avx2::DecomposePackW1Large(out, r1, r0, r);
+  }
+  for (int i = 0; i < kN; ++i) {
+    int32_t hi, lo;
+    DecomposeCoeff<Gamma2>(CAddQCoeff(r.coeffs[i]), hi, lo);
+    r1.coeffs[i] = hi;
+    r0.coeffs[i] = lo;
+  }
+  PackW1<Gamma2>(out, r1);
+}
+
+template <int32_t Gamma2>
+void UseHintPackW1(uint8_t* out, const Poly& r, const Poly& h) {
+  if (UseAvx2()) {
+    if constexpr (Gamma2 == (kQ - 1) / 88)
+      return avx2::UseHintPackW1Small(out, r, h);
+    else
+      return avx2::UseHintPackW1Large(out, r, h);
+  }
+  Poly w;  // public (verification)
+  for (int i = 0; i < kN; ++i) w.coeffs[i] = CAddQCoeff(r.coeffs[i]);
+  UseHint<Gamma2>(w, w, h);
+  PackW1<Gamma2>(out, w);
+}
+
 void PackHint(uint8_t* out, const Poly* h, int k, int omega) {
   // Runs only on the accepted signature, whose hint is public.
   // Indices are collected without a branch per coefficient (every j is written, the count
@@ -433,6 +506,10 @@ template void UseHint<kGamma2Small>(Poly&, const Poly&, const Poly&);
 template void UseHint<kGamma2Large>(Poly&, const Poly&, const Poly&);
 template void PackW1<kGamma2Small>(uint8_t*, const Poly&);
 template void PackW1<kGamma2Large>(uint8_t*, const Poly&);
+template void DecomposePackW1<kGamma2Small>(uint8_t*, Poly&, Poly&, const Poly&);
+template void DecomposePackW1<kGamma2Large>(uint8_t*, Poly&, Poly&, const Poly&);
+template void UseHintPackW1<kGamma2Small>(uint8_t*, const Poly&, const Poly&);
+template void UseHintPackW1<kGamma2Large>(uint8_t*, const Poly&, const Poly&);
 template void PackEta<2>(uint8_t*, const Poly&);
 template void PackEta<4>(uint8_t*, const Poly&);
 template uint32_t UnpackEta<2>(Poly&, const uint8_t*);

@@ -49,6 +49,12 @@ void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
 // q.
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
 
+// c_i = (sum_j a[j]_i * b[j]_i - x_i * y_i) * 2^-32 mod q, accumulated in 64 bits with one
+// reduction (the verifier's A-hat z-hat - c-hat t1-hat). In: sum_j |a[j]_i * b[j]_i| + |x_i * y_i|
+// < 2^31 q (e.g. n <= 7, a[j] in [0, q), |b[j]_i|, |x_i|, |y_i| < 9q). Out: |c_i| < q.
+void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
+                               const Poly& y);
+
 // a_i = a_i mod q, a representative in [-6283008, 6283008]. In: a_i <= 2^31 - 2^22 - 1.
 // A value whose centered representative v has |v| < 2097409 comes out as v exactly.
 void Reduce32(Poly& a);
@@ -68,6 +74,11 @@ void ShiftLeftD(Poly& a);
 // The signer gets c s1 + 2^9 c s2 from one inverse NTT (|c s1|, |c s2| <= beta < 256) and splits
 // it into c s1 (lo) and c s2 (hi).
 void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
+
+// The signer's fused pass: x = Reduce32(v) (|v_i| < q), then SplitLow9(x) into lo and hi,
+// lo_i += y_i; returns ExceedsNorm(lo, bound). In: |y_i| <= 2^20, bound in (0, 2^30). lo may alias
+// v.
+uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound);
 
 // ---- Rounding (FIPS 204 §7.4) ----------------------------------------------------------------
 
@@ -103,6 +114,14 @@ uint32_t ExceedsNorm(const Poly& a, int32_t bound);
 void PackT1(uint8_t out[320], const Poly& t1);
 void UnpackT1(Poly& t1, const uint8_t in[320]);  // Out: [0, 2^10)
 
+// UnpackT1 followed by ShiftLeftD: t1_i * 2^13 in [0, q).
+void UnpackT1Shifted(Poly& t, const uint8_t in[320]);
+
+// Key generation's fused pass: t = (r + s) mod q in [0, q) (as Reduce32 then CAddQ), then
+// Power2Round(t): t1 packed into t1_out (PackT1, 320 bytes), t0 stored into t0 (may alias r).
+// In: |r_i + s_i| <= 2^31 - 2^22 - 1 (e.g. |r_i| < q, |s_i| <= eta).
+void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly& s);
+
 // BitPack(s, eta, eta): 96 bytes (eta = 2) or 128 bytes (eta = 4). In: [-eta, eta].
 template <int Eta>
 void PackEta(uint8_t* out, const Poly& s);
@@ -130,6 +149,15 @@ template <int32_t Gamma2>
 inline constexpr size_t kW1PackedBytes = Gamma2 == (kQ - 1) / 88 ? 192 : 128;
 template <int32_t Gamma2>
 void PackW1(uint8_t* out, const Poly& w1);
+
+// The signer's fused pass: (r1, r0) = Decompose(CAddQ(r)), PackW1(out, r1). In: |r_i| < q.
+// r1 or r0 may alias r.
+template <int32_t Gamma2>
+void DecomposePackW1(uint8_t* out, Poly& r1, Poly& r0, const Poly& r);
+
+// The verifier's fused pass: PackW1(UseHint(CAddQ(r), h)). In: |r_i| < q, h_i in {0, 1}.
+template <int32_t Gamma2>
+void UseHintPackW1(uint8_t* out, const Poly& r, const Poly& h);
 
 // HintBitPack (Alg. 20): omega + k bytes. In: h_i in {0, 1}, at most omega ones in total.
 void PackHint(uint8_t* out, const Poly* h, int k, int omega);

@@ -153,7 +153,7 @@ int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
 }
 
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n,
-                        KeccakRider* rider) {
+                        KeccakRider* rider, SampleDoneFn on_done, void* ctx) {
   constexpr size_t kRate = Shake128::kRateBytes;
   constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
   alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
@@ -164,6 +164,7 @@ void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t*
   ForEachGroup(n, [&](size_t g, size_t used, auto width) {
     RejectionGroup<decltype(width)::value, 32>(out + g, rho, nonces + g, used, kRate, kFirstBlocks,
                                                &buf[0][0], reject, rider);
+    if (on_done != nullptr) on_done(ctx, g + used);
   });
 }
 

@@ -24,8 +24,14 @@ namespace pqcd::kernels::mldsa {
 // Out: coefficients in [0, q), NTT domain. rho is public: the rejection branches are allowed.
 // rider (optional): a single-sponge hash that rides along the 4-lane permutations (e.g. tr = H(pk)
 // in verification; see KeccakMulti::SetRider). The caller finishes it afterwards.
+// on_done (optional): called as on_done(ctx, m) each time polynomials [0, m) are complete (after
+// each group of lanes; groups run in index order), so that a caller can consume rows of A-hat
+// while they are in L1 and feed the rider (e.g. tr = H(pk) in key generation, where pk grows row
+// by row).
+using SampleDoneFn = void (*)(void* ctx, size_t done);
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n,
-                        KeccakRider* rider = nullptr);
+                        KeccakRider* rider = nullptr, SampleDoneFn on_done = nullptr,
+                        void* ctx = nullptr);
 
 // RejBoundedPoly (Alg. 31) as used by ExpandS (Alg. 33): *out[i] = RejBoundedPoly(rho' || nonce_i).
 // Out: coefficients in [-Eta, Eta]. rho' is secret: candidates are computed without branches; only

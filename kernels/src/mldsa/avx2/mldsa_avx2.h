@@ -19,12 +19,15 @@ void Ntt(Poly& a);
 void InvNttToMont(Poly& a);
 void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
+void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
+                               const Poly& y);
 void Reduce32(Poly& a);
 void CAddQ(Poly& a);
 void Add(Poly& c, const Poly& a, const Poly& b);
 void Sub(Poly& c, const Poly& a, const Poly& b);
 void ShiftLeftD(Poly& a);
 void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
+uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound);
 void Power2Round(Poly& t1, Poly& t0, const Poly& t);
 // Gamma2 is (q-1)/88 or (q-1)/32 (the only instantiations).
 void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r);
@@ -34,9 +37,10 @@ unsigned MakeHintLarge(Poly& h, const Poly& a0, const Poly& a1);
 void UseHintSmall(Poly& out, const Poly& r, const Poly& h);
 void UseHintLarge(Poly& out, const Poly& r, const Poly& h);
 uint32_t ExceedsNorm(const Poly& a, int32_t bound);
-void UnpackT1(Poly& t1, const uint8_t* in);  // 320 bytes
-void UnpackZ17(Poly& z, const uint8_t* in);  // 576 bytes
-void UnpackZ19(Poly& z, const uint8_t* in);  // 640 bytes
+void UnpackT1(Poly& t1, const uint8_t* in);        // 320 bytes
+void UnpackT1Shifted(Poly& t, const uint8_t* in);  // 320 bytes, t1 * 2^13
+void UnpackZ17(Poly& z, const uint8_t* in);        // 576 bytes
+void UnpackZ19(Poly& z, const uint8_t* in);        // 640 bytes
 
 // Bit packing of small fields (pack_avx2.cc); same bytes as the portable PackCoeffs.
 void PackT1(uint8_t* out, const Poly& t1);        // 320 bytes
@@ -49,6 +53,14 @@ uint32_t UnpackEta4(Poly& s, const uint8_t* in);
 void PackW1Small(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/88: 6 bits, 192 bytes
 void PackW1Large(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/32: 4 bits, 128 bytes
 void PackZ19(uint8_t* out, const Poly& z);       // gamma1 = 2^19: 20 bits, 640 bytes
+// Fused passes (pack_avx2.cc): CAddQ + UseHint + PackW1, and (r + s) mod q + Power2Round +
+// PackT1 with t0 stored (t0 may alias r).
+void UseHintPackW1Small(uint8_t* out, const Poly& r, const Poly& h);
+void UseHintPackW1Large(uint8_t* out, const Poly& r, const Poly& h);
+void Power2RoundPackT1(uint8_t* t1_out, Poly& t0, const Poly& r, const Poly& s);
+// CAddQ + Decompose + PackW1 (the signer's w).
+void DecomposePackW1Small(uint8_t* out, Poly& r1, Poly& r0, const Poly& r);
+void DecomposePackW1Large(uint8_t* out, Poly& r1, Poly& r0, const Poly& r);
 
 // RejNTTPoly's inner loop (public data): appends the 3-byte candidates of buf[0..len) below q to
 // a[count..256) and returns the new count (same result as the portable loop).

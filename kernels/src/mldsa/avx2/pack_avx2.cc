@@ -8,7 +8,9 @@
 // within a half, so an OR of the halves gives the Bits output bytes. Unpacking: each lane takes
 // the 4 bytes holding its field (vpshufb from a 16-byte window), shifts (vpsrlvd) and masks.
 // Stores / loads of 16 bytes that would pass the end of the encoding go through a small stack
-// buffer, wiped afterwards (the coefficients may be secret). Constant time: no data-dependent
+// buffer, wiped afterwards (the coefficients may be secret). The fused passes (key generation's
+// Power2Round + PackT1, the signer's Decompose + PackW1, the verifier's UseHint + PackW1) feed
+// Pack8 from registers, one pass over memory. Constant time: no data-dependent
 // branch or index. Helpers are static / anonymous-namespace only (never shared with baseline
 // files).
 #include <immintrin.h>
@@ -101,27 +103,100 @@ PQCD_AI __m256i Load(const int32_t* p) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Writes 32 Bits bytes; map(v) -> [0, 2^Bits) lane-wise.
-template <int Bits, class Map>
-PQCD_AI void PackPoly(uint8_t* out, const Poly& a, Map map) {
+// Writes 32 Bits bytes; gen(g) -> the 8 values in [0, 2^Bits) of group g (called once per g, in
+// order 0..31).
+template <int Bits, class Gen>
+PQCD_AI void PackGroups(uint8_t* out, Gen gen) {
   // Group g stores 16 bytes at g Bits: inside the output while g Bits + 16 <= 32 Bits.
   constexpr int kDirect = (32 * Bits - 16) / Bits + 1;
   int g = 0;
   for (; g < kDirect && g < 32; ++g) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + g * Bits),
-                     Pack8<Bits>(map(Load(a.coeffs + 8 * g))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + g * Bits), Pack8<Bits>(gen(g)));
   }
   if (g < 32) {
     alignas(16) uint8_t tail[6 * 16 + 16];
     const int first = g;
     for (; g < 32; ++g) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(tail + (g - first) * Bits),
-                       Pack8<Bits>(map(Load(a.coeffs + 8 * g))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tail + (g - first) * Bits), Pack8<Bits>(gen(g)));
     }
     const int n = (32 - first) * Bits;
     for (int i = 0; i < n; ++i) out[first * Bits + i] = tail[i];
     SecureZero(tail, sizeof(tail));
   }
+}
+
+// Writes 32 Bits bytes; map(v) -> [0, 2^Bits) lane-wise.
+template <int Bits, class Map>
+PQCD_AI void PackPoly(uint8_t* out, const Poly& a, Map map) {
+  PackGroups<Bits>(out, [&](int g) { return map(Load(a.coeffs + 8 * g)); });
+}
+
+// floor(x / D) for 0 <= x < 2^24 via ceil(2^48 / D) (as poly.cc's DivFloor24).
+template <uint32_t D>
+PQCD_AI __m256i DivFloor24(__m256i x) {
+  constexpr uint64_t kM = ((uint64_t{1} << 48) + D - 1) / D;
+  static_assert(kM < (uint64_t{1} << 32));
+  const __m256i m = _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(kM)));
+  const __m256i pe = _mm256_mul_epu32(x, m);
+  const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
+  return _mm256_blend_epi32(_mm256_srli_epi64(pe, 48), _mm256_srli_epi64(po, 16), 0xAA);
+}
+
+// Decompose (Alg. 36) of 8 coefficients a in [0, q) (as poly.cc).
+template <int32_t Gamma2>
+PQCD_AI void Decompose8(__m256i a, __m256i& hi, __m256i& lo) {
+  constexpr int32_t kAlpha = 2 * Gamma2;
+  constexpr int32_t kM = (kQ - 1) / kAlpha;
+  hi = DivFloor24<kAlpha>(_mm256_add_epi32(a, _mm256_set1_epi32(Gamma2 - 1)));
+  lo = _mm256_sub_epi32(a, _mm256_mullo_epi32(hi, _mm256_set1_epi32(kAlpha)));
+  const __m256i corner = _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(kM));
+  hi = _mm256_andnot_si256(corner, hi);
+  lo = _mm256_add_epi32(lo, corner);  // corner is -1 where set
+}
+
+// UseHint (Alg. 40) of 8 coefficients r in [0, q) with hints h in {0, 1} (as poly.cc).
+template <int32_t Gamma2>
+PQCD_AI __m256i UseHint8(__m256i a, __m256i hint) {
+  constexpr int32_t kM = (kQ - 1) / (2 * Gamma2);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i m = _mm256_set1_epi32(kM);
+  __m256i hi, lo;
+  Decompose8<Gamma2>(a, hi, lo);
+  const __m256i positive = _mm256_cmpgt_epi32(lo, zero);
+  const __m256i delta = _mm256_blendv_epi8(_mm256_sub_epi32(zero, hint), hint, positive);
+  __m256i v = _mm256_add_epi32(hi, delta);
+  v = _mm256_add_epi32(v, _mm256_and_si256(_mm256_srai_epi32(v, 31), m));
+  v = _mm256_sub_epi32(
+      v,
+      _mm256_and_si256(_mm256_srai_epi32(_mm256_sub_epi32(_mm256_set1_epi32(kM - 1), v), 31), m));
+  return v;
+}
+
+// CAddQ, Decompose, w1Encode in one pass (the signer's w; secret until acceptance).
+template <int32_t Gamma2>
+PQCD_AI void DecomposePackW1T(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  constexpr int kBits = Gamma2 == (kQ - 1) / 88 ? 6 : 4;
+  const __m256i q = _mm256_set1_epi32(kQ);
+  PackGroups<kBits>(out, [&](int g) {
+    __m256i x = Load(r.coeffs + 8 * g);
+    x = _mm256_add_epi32(x, _mm256_and_si256(_mm256_srai_epi32(x, 31), q));  // [0, q)
+    __m256i hi, lo;
+    Decompose8<Gamma2>(x, hi, lo);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r1.coeffs + 8 * g), hi);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r0.coeffs + 8 * g), lo);
+    return hi;
+  });
+}
+
+template <int32_t Gamma2>
+PQCD_AI void UseHintPackW1T(uint8_t* out, const Poly& r, const Poly& h) {
+  constexpr int kBits = Gamma2 == (kQ - 1) / 88 ? 6 : 4;
+  const __m256i q = _mm256_set1_epi32(kQ);
+  PackGroups<kBits>(out, [&](int g) {
+    __m256i x = Load(r.coeffs + 8 * g);
+    x = _mm256_add_epi32(x, _mm256_and_si256(_mm256_srai_epi32(x, 31), q));  // [0, q)
+    return UseHint8<Gamma2>(x, Load(h.coeffs + 8 * g));
+  });
 }
 
 // Reads 32 Bits bytes; map(raw field) -> coefficient.
@@ -188,6 +263,36 @@ uint32_t UnpackEta2(Poly& s, const uint8_t* in) {
 uint32_t UnpackEta4(Poly& s, const uint8_t* in) {
   return UnpackEtaT<4>(s, in);
 }
+void DecomposePackW1Small(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<(kQ - 1) / 88>(out, r1, r0, r);
+}
+void DecomposePackW1Large(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<(kQ - 1) / 32>(out, r1, r0, r);
+}
+void UseHintPackW1Small(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<(kQ - 1) / 88>(out, r, h);
+}
+void UseHintPackW1Large(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<(kQ - 1) / 32>(out, r, h);
+}
+
+// t = r + s mod q (Reduce32 then CAddQ: [0, q)), Power2Round, t1 packed, t0 stored (may alias r).
+void Power2RoundPackT1(uint8_t* t1_out, Poly& t0, const Poly& r, const Poly& s) {
+  const __m256i q = _mm256_set1_epi32(kQ);
+  const __m256i half = _mm256_set1_epi32(1 << 22);
+  const __m256i bias = _mm256_set1_epi32((1 << (kD - 1)) - 1);
+  PackGroups<10>(t1_out, [&](int g) {
+    __m256i x = _mm256_add_epi32(Load(r.coeffs + 8 * g), Load(s.coeffs + 8 * g));
+    x = _mm256_sub_epi32(x,
+                         _mm256_mullo_epi32(_mm256_srai_epi32(_mm256_add_epi32(x, half), 23), q));
+    x = _mm256_add_epi32(x, _mm256_and_si256(_mm256_srai_epi32(x, 31), q));
+    const __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(x, bias), kD);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t0.coeffs + 8 * g),
+                       _mm256_sub_epi32(x, _mm256_slli_epi32(hi, kD)));
+    return hi;
+  });
+}
+
 void PackW1Small(uint8_t* out, const Poly& w1) {  // 6 bits
   PackPoly<6>(out, w1, [](__m256i v) { return v; });
 }

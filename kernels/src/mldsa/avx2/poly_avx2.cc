@@ -45,8 +45,6 @@ struct Tables {
   // *_odd: the odd lanes copied to the even positions (what vpmuldq reads for the odd products).
   int32_t fwd[3][16][8], fwd_qinv[3][16][8], fwd_odd[3][16][8];
   int32_t inv[3][16][8], inv_qinv[3][16][8], inv_odd[3][16][8];
-  // Rejection compaction: for each 8-bit accept mask, the accepted lane indices, in order.
-  uint8_t compact[256][8];
 };
 
 constexpr Tables MakeTables() {
@@ -89,13 +87,6 @@ constexpr Tables MakeTables() {
         t.inv_odd[s][m][l] = t.inv[s][m][l | 1];
       }
     }
-  }
-  for (int mask = 0; mask < 256; ++mask) {
-    int n = 0;
-    for (int l = 0; l < 8; ++l) {
-      if ((mask >> l) & 1) t.compact[mask][n++] = static_cast<uint8_t>(l);
-    }
-    for (; n < 8; ++n) t.compact[mask][n] = 0;
   }
   return t;
 }
@@ -339,6 +330,9 @@ PQCD_AI void UnpackBits(Poly& a, const uint8_t* in, Map map) {
 void UnpackT1(Poly& t1, const uint8_t* in) {
   UnpackBits<10>(t1, in, [](__m256i v) { return v; });
 }
+void UnpackT1Shifted(Poly& t, const uint8_t* in) {
+  UnpackBits<10>(t, in, [](__m256i v) { return _mm256_slli_epi32(v, kD); });
+}
 void UnpackZ17(Poly& z, const uint8_t* in) {
   const __m256i g = _mm256_set1_epi32(1 << 17);
   UnpackBits<18>(z, in, [g](__m256i v) { return _mm256_sub_epi32(g, v); });
@@ -484,6 +478,22 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
   }
 }
 
+void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
+                               const Poly& y) {
+  for (int i = 0; i < kN; i += 8) {
+    __m256i u = Load(x.coeffs + i), v = Load(y.coeffs + i);
+    __m256i pe = _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_mul_epi32(u, v));
+    __m256i po = _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_mul_epi32(Odd(u), Odd(v)));
+    for (int j = 0; j < n; ++j) {
+      u = Load(a[j].coeffs + i);
+      v = Load(b[j].coeffs + i);
+      pe = _mm256_add_epi64(pe, _mm256_mul_epi32(u, v));
+      po = _mm256_add_epi64(po, _mm256_mul_epi32(Odd(u), Odd(v)));
+    }
+    Store(c.coeffs + i, Reduce64(pe, po));
+  }
+}
+
 // ---- Reductions and linear operations ---------------------------------------------------------
 
 void Reduce32(Poly& a) {
@@ -533,6 +543,27 @@ void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
   }
 }
 
+uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound) {
+  const __m256i half = _mm256_set1_epi32(1 << 22);
+  const __m256i q = _mm256_set1_epi32(kQ);
+  const __m256i off = _mm256_set1_epi32(256);
+  const __m256i mask = _mm256_set1_epi32(511);
+  const __m256i limit = _mm256_set1_epi32(bound - 1);
+  __m256i bad = _mm256_setzero_si256();
+  for (int i = 0; i < kN; i += 8) {
+    __m256i x = Load(v.coeffs + i);
+    x = _mm256_sub_epi32(x,
+                         _mm256_mullo_epi32(_mm256_srai_epi32(_mm256_add_epi32(x, half), 23), q));
+    const __m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_add_epi32(x, off), mask), off);
+    Store(hi.coeffs + i, _mm256_srai_epi32(_mm256_sub_epi32(x, l), 9));
+    const __m256i z = _mm256_add_epi32(l, Load(y.coeffs + i));
+    Store(lo.coeffs + i, z);
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_abs_epi32(z), limit));
+  }
+  const uint32_t bits = static_cast<uint32_t>(_mm256_movemask_epi8(bad));
+  return 0u - ((bits | (0u - bits)) >> 31);
+}
+
 void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
   const __m256i bias = _mm256_set1_epi32((1 << (kD - 1)) - 1);
   for (int i = 0; i < kN; i += 8) {
@@ -575,25 +606,57 @@ uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
 
 // ---- Uniform rejection sampling (public rho) ---------------------------------------------------
 
-int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
+namespace {
+
+// 8 candidates from the 24 bytes at p (32 bytes are read): 23-bit values and their accept mask.
+PQCD_AI __m256i Candidates(const uint8_t* p, unsigned& accept) {
   const __m256i spread_words = _mm256_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6);
   const __m256i spread_bytes =
       _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
                        0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
-  const __m256i mask23 = _mm256_set1_epi32(0x7fffff);
-  const __m256i q = _mm256_set1_epi32(kQ);
+  __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  v = _mm256_permutevar8x32_epi32(v, spread_words);
+  v = _mm256_and_si256(_mm256_shuffle_epi8(v, spread_bytes), _mm256_set1_epi32(0x7fffff));
+  accept = static_cast<unsigned>(
+      _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(kQ), v))));
+  return v;
+}
+
+// vpermd indices that move the accepted lanes (mask bits) to the front, in order: pdep spreads
+// the mask to one byte per lane, pext picks the accepted lane numbers (no table lookup).
+PQCD_AI __m256i CompactIndex(unsigned accept) {
+  const uint64_t lanes = _pdep_u64(accept, 0x0101010101010101ull) * 0xff;
+  const uint64_t idx = _pext_u64(0x0706050403020100ull, lanes);
+  return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(idx)));
+}
+
+}  // namespace
+
+int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
   size_t pos = 0;
-  // 8 candidates (24 bytes) per step; the 32-byte load stays inside buf, the 8-lane store inside
-  // a[0..256).
+  // 32 candidates (96 bytes) per step: all loads and compares before the four stores, so the
+  // stores (whose addresses depend on the running count) do not hold up the next loads. The
+  // 32-byte loads stay inside buf, the stores inside a[0..256).
+  while (pos + 104 <= len && count <= kN - 32) {
+    __m256i v[4], idx[4];
+    unsigned accept[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = Candidates(buf + pos + 24 * k, accept[k]);
+      idx[k] = CompactIndex(accept[k]);
+    }
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
+                          _mm256_permutevar8x32_epi32(v[k], idx[k]));
+      count += _mm_popcnt_u32(accept[k]);
+    }
+    pos += 96;
+  }
+  // 8 candidates (24 bytes) per step.
   while (pos + 32 <= len && count <= kN - 8) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(buf + pos));
-    v = _mm256_permutevar8x32_epi32(v, spread_words);
-    v = _mm256_and_si256(_mm256_shuffle_epi8(v, spread_bytes), mask23);
-    const unsigned accept =
-        static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, v))));
-    const __m256i idx =
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kT.compact[accept])));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count), _mm256_permutevar8x32_epi32(v, idx));
+    unsigned accept;
+    const __m256i v = Candidates(buf + pos, accept);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
+                        _mm256_permutevar8x32_epi32(v, CompactIndex(accept)));
     count += _mm_popcnt_u32(accept);
     pos += 24;
   }

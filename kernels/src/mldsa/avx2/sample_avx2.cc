@@ -113,7 +113,7 @@ int RejectEtaT(int32_t* a, int count, const uint8_t* buf, size_t len) {
     for (size_t u = 0; u < n_masks && count < kN; ++u) {
       const unsigned m = masks[u];
       const uint8_t* q = p + 8 * u;
-      if (u < units && count <= kN - 16) {  // both 8-lane stores stay inside a[0..256)
+      if (u < units) {
         const __m128i c = Coeffs<Eta>(HalfBytes(q));
         const unsigned m0 = m & 0xff, m1 = m >> 8;
         const __m256i v0 = _mm256_cvtepi8_epi32(c);
@@ -122,17 +122,31 @@ int RejectEtaT(int32_t* a, int count, const uint8_t* buf, size_t len) {
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kCompact.idx[m0])));
         const __m256i i1 = _mm256_cvtepu8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kCompact.idx[m1])));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
-                            _mm256_permutevar8x32_epi32(v0, i0));
-        count += _mm_popcnt_u32(m0);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
+        const int n0 = _mm_popcnt_u32(m0), n1 = _mm_popcnt_u32(m1);
+        if (count <= kN - 16) {  // both 8-lane stores stay inside a[0..256)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
+                              _mm256_permutevar8x32_epi32(v0, i0));
+          count += n0;
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + count),
+                              _mm256_permutevar8x32_epi32(v1, i1));
+          count += n1;
+          continue;
+        }
+        // Near the end of the polynomial: compact into a staging buffer, copy what still fits
+        // (the count is public; the buffer holds secret coefficients and is wiped below).
+        alignas(32) int32_t stage[16];
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(stage), _mm256_permutevar8x32_epi32(v0, i0));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(stage + n0),
                             _mm256_permutevar8x32_epi32(v1, i1));
-        count += _mm_popcnt_u32(m1);
+        const int take = n0 + n1 < kN - count ? n0 + n1 : kN - count;
+        for (int k = 0; k < take; ++k) a[count + k] = stage[k];
+        count += take;
+        SecureZero(stage, sizeof(stage));
         continue;
       }
-      // Near the end of the polynomial (or the remainder): one half-byte at a time, stores
-      // steered by the public pattern only.
-      const size_t bytes = u < units ? 8 : rest;
+      // The remainder of an odd length: one half-byte at a time, stores steered by the public
+      // pattern only.
+      const size_t bytes = rest;
       for (size_t i = 0; i < 2 * bytes && count < kN; ++i) {
         const uint32_t byte = q[i / 2];
         uint32_t unused;
