@@ -239,6 +239,30 @@ TEST(KeccakRider, AbsorbRiderEqualsOneShot) {
   }
 }
 
+// The AVX2 squeeze transpose equals word-by-word extraction for every stride and length used.
+TEST(KeccakMulti, ExtractLanes4EqualsScalar) {
+  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  SeededRandom rng(uint64_t{19});
+  alignas(64) uint64_t st[25 * 8];
+  for (size_t stride : {size_t{4}, size_t{5}, size_t{8}}) {
+    for (size_t words = 0; words <= 25; ++words) {
+      rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(st), sizeof(st))).IgnoreError();
+      uint8_t got[4][208], want[4][208];
+      std::memset(got, 0xee, sizeof(got));
+      std::memset(want, 0xee, sizeof(want));
+      uint8_t* const out[4] = {got[0], got[1], got[2], got[3]};
+      KeccakExtractLanes4Avx2(st, stride, words, out);
+      for (size_t j = 0; j < 4; ++j) {
+        for (size_t w = 0; w < words; ++w) std::memcpy(want[j] + 8 * w, &st[w * stride + j], 8);
+        for (size_t k = 0; k < sizeof(got[j]); ++k) {
+          ASSERT_EQ(got[j][k], want[j][k]) << "stride " << stride << " words " << words
+                                           << " lane " << j << " first difference at byte " << k;
+        }
+      }
+    }
+  }
+}
+
 // Null lanes: a null input absorbs the empty-but-padded message of zeros, a null output is skipped,
 // and the other lanes are unaffected.
 TEST(KeccakMulti, NullLanes) {

@@ -230,7 +230,17 @@ void KeccakMulti<N>::SqueezeBlocks(uint8_t* const out[N], size_t nblocks) {
       Permute();
       pos_ = 0;
     }
-    for (size_t j = 0; j < N; ++j) {
+    size_t first = 0;  // lanes [0, first) already written
+    if constexpr (N == 4 || N == 5) {
+      if (out[0] != nullptr && out[1] != nullptr && out[2] != nullptr && out[3] != nullptr &&
+          ActiveIsa() == Isa::kAvx2) {
+        uint8_t* const four[4] = {out[0] + b * rate_, out[1] + b * rate_, out[2] + b * rate_,
+                                  out[3] + b * rate_};
+        KeccakExtractLanes4Avx2(st_, N, words, four);
+        first = 4;
+      }
+    }
+    for (size_t j = first; j < N; ++j) {
       if (out[j] == nullptr) continue;
       uint8_t* o = out[j] + b * rate_;
       for (size_t w = 0; w < words; ++w) std::memcpy(o + 8 * w, &st_[w * N + j], 8);

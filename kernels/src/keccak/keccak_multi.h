@@ -31,6 +31,9 @@ void KeccakF1600Bmi(uint64_t state[25]);
 // 4 states (as KeccakF1600x4Avx2) and one more single state st1, interleaved in one instruction
 // stream so that the scalar permutation runs on the integer units beside the vector one.
 void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, uint64_t st1[25]);
+// Writes words [0, words) of the states in columns 0..3 to out[0..3] (all non-null); AVX2 only.
+void KeccakExtractLanes4Avx2(const uint64_t* st, size_t stride, size_t words,
+                             uint8_t* const out[4]);
 // KeccakF1600xN(st, n) and KeccakF1600(st1): fused on AVX2, one after the other elsewhere.
 void KeccakF1600xNWithRider(uint64_t* st, size_t n, uint64_t st1[25]);
 

@@ -172,4 +172,33 @@ void KeccakF1600x4Avx2(uint64_t* st, size_t stride) {
   PQCD_X4_STORE(st, stride);
 }
 
+// Squeeze helper: words [0, words) of the 4 states in columns 0..3 (stride columns apart) to
+// out[j] as little-endian bytes. Four words of the four states are one 4x4 transpose of 64-bit
+// elements (unpack + 128-bit permute) instead of sixteen scalar load/store pairs.
+void KeccakExtractLanes4Avx2(const uint64_t* st, size_t stride, size_t words,
+                             uint8_t* const out[4]) {
+  size_t w = 0;
+  for (; w + 4 <= words; w += 4) {
+    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st + w * stride));
+    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st + (w + 1) * stride));
+    const __m256i v2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st + (w + 2) * stride));
+    const __m256i v3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st + (w + 3) * stride));
+    const __m256i t0 = _mm256_unpacklo_epi64(v0, v1);  // s0w0 s0w1 | s2w0 s2w1
+    const __m256i t1 = _mm256_unpackhi_epi64(v0, v1);  // s1w0 s1w1 | s3w0 s3w1
+    const __m256i t2 = _mm256_unpacklo_epi64(v2, v3);  // s0w2 s0w3 | s2w2 s2w3
+    const __m256i t3 = _mm256_unpackhi_epi64(v2, v3);  // s1w2 s1w3 | s3w2 s3w3
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[0] + 8 * w),
+                        _mm256_permute2x128_si256(t0, t2, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[1] + 8 * w),
+                        _mm256_permute2x128_si256(t1, t3, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[2] + 8 * w),
+                        _mm256_permute2x128_si256(t0, t2, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[3] + 8 * w),
+                        _mm256_permute2x128_si256(t1, t3, 0x31));
+  }
+  for (; w < words; ++w) {
+    for (size_t j = 0; j < 4; ++j) std::memcpy(out[j] + 8 * w, st + w * stride + j, 8);
+  }
+}
+
 }  // namespace pqcd::kernels
