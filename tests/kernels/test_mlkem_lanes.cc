@@ -1,17 +1,18 @@
-// LaneScheduler (kernels/src/mlkem/lanes.h): random mixes of sponge tasks (any rate, suffix,
-// two-part input, output length, late readiness, streamed input), SampleNTT and CBD tasks must
-// give exactly the outputs of the individual sponges / samplers, on every backend. A failure
-// prints the trial, the task and the first differing index.
+// Fixed lane plans (kernels/src/mlkem/fixed_lanes.h): every plan of every parameter set, run on
+// random inputs, must give exactly the outputs of the individual sponges and samplers (H, G, J,
+// SampleNTT, CBD), on every backend, including matrix streams that need more than the three
+// planned SHAKE128 blocks. A failure prints the plan, the output and the first differing index.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/test_support.h"
-#include "mlkem/lanes.h"
+#include "mlkem/fixed_lanes.h"
 #include "mlkem/poly.h"
 #include "mlkem/poly_backend.h"
 #include "pqcd/kernels/isa.h"
@@ -20,15 +21,14 @@
 namespace pqcd::kernels::mlkem {
 namespace {
 
-enum class Kind { kHash, kSampleNtt, kCbd };
-
-using XofSeed = std::array<uint8_t, 34>;
-
-// References: a plain sponge and the portable samplers. SampleNTT (Alg. 7): SHAKE128(seed) read
-// 3 bytes at a time by the portable rejection kernel, one block after another.
-void RefSampleNtt(const XofSeed& seed, Poly& out) {
+// SampleNTT (Alg. 7): SHAKE128(ρ || b32 || b33), one block after another.
+void RefSampleNtt(const uint8_t rho[32], uint8_t b32, uint8_t b33, Poly& out) {
+  uint8_t seed[34];
+  std::memcpy(seed, rho, 32);
+  seed[32] = b32;
+  seed[33] = b33;
   Shake128 xof;
-  xof.Absorb(Bytes(seed.data(), seed.size()));
+  xof.Absorb(Bytes(seed, sizeof(seed)));
   int ctr = 0;
   while (ctr < kN) {
     uint8_t block[Shake128::kRateBytes];
@@ -46,183 +46,232 @@ void RefCbd(int eta, const uint8_t seed[32], uint8_t nonce, Poly& out) {
   portable::Cbd(eta, out, prf);
 }
 
-struct Spec {
-  Kind kind;
-  size_t rate = 0;
-  uint8_t suffix = 0;
-  std::vector<uint8_t> a, b;
-  size_t out_len = 0;
-  int ready_after = 0;    // SetReady after this many steps (0: ready at once)
-  bool streamed = false;  // input made available in random increments
-  uint8_t rho[32] = {}, b32 = 0, b33 = 0;
-  int eta = 2;
-  uint8_t seed[32] = {}, nonce = 0;
-};
-
 template <class T>
-bool SameBytes(const T* want, const T* got, size_t n, int trial, int task) {
+bool Same(const T* want, const T* got, size_t n, const std::string& what) {
   for (size_t i = 0; i < n; ++i) {
     if (want[i] != got[i]) {
-      ADD_FAILURE() << "trial " << trial << " task " << task << ": first difference at index " << i
-                    << ": reference " << +want[i] << ", scheduler " << +got[i];
+      ADD_FAILURE() << what << ": first difference at index " << i << ": reference " << +want[i]
+                    << ", plan " << +got[i];
       return false;
     }
   }
   return true;
 }
 
-void RunTrials(Isa isa, int trials, uint64_t seed) {
-  ASSERT_TRUE(SetActiveIsa(isa).ok());
+// Is one of the 3-block streams of ρ short (needs a 4th block)?
+bool NeedsFourthBlock(const uint8_t rho[32], uint8_t b32, uint8_t b33) {
+  uint8_t seed[34];
+  std::memcpy(seed, rho, 32);
+  seed[32] = b32;
+  seed[33] = b33;
+  uint8_t buf[504];
+  Shake128 xof;
+  xof.Absorb(Bytes(seed, sizeof(seed)));
+  xof.Squeeze(MutBytes(buf, sizeof(buf)));
+  int ctr = 0;
+  for (size_t p = 0; p < sizeof(buf); p += 3) {
+    const int d1 = buf[p] | ((buf[p + 1] & 0x0f) << 8);
+    const int d2 = (buf[p + 1] >> 4) | (buf[p + 2] << 4);
+    ctr += (d1 < kQ) + (d2 < kQ);
+  }
+  return ctr < kN;
+}
+
+enum class Op { kKeyGen, kEncaps, kEncrypt, kDecapsCheck, kDecaps };
+
+template <int K>
+void RunPlan(Op op, fixed::PlanIo& io) {
+  fixed::LaneRunner lanes;
+  switch (op) {
+    case Op::kKeyGen:
+      // The hook is where KeyGen writes the rows of t̂; here ek is complete from the start.
+      lanes.Run<fixed::kKeyGenPlan<K>>(io, [](auto) {});
+      break;
+    case Op::kEncaps:
+      lanes.Run<fixed::kEncapsPlan<K>>(io, [](auto) {});
+      break;
+    case Op::kEncrypt:
+      lanes.Run<fixed::kEncryptPlan<K>>(io, [](auto) {});
+      break;
+    case Op::kDecapsCheck:
+      lanes.Run<fixed::kDecapsPlan<K, true>>(io, [](auto) {});
+      break;
+    case Op::kDecaps:
+      lanes.Run<fixed::kDecapsPlan<K, false>>(io, [](auto) {});
+      break;
+  }
+}
+
+template <int K>
+void Trial(Op op, std::mt19937_64& rng, const uint8_t* forced_rho, const std::string& what) {
+  using P = MlKemParams<K>;
+  constexpr size_t kEk = K * kPolyBytes + kSymBytes;
+  constexpr size_t kCt = MlKem<K>::kCiphertextBytes;
+  auto fill = [&](uint8_t* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
+  };
+  std::vector<uint8_t> ek(kEk), ct(kCt);
+  uint8_t m[32], h_in[32], z[32], seed[32];
+  fill(ek.data(), ek.size());
+  fill(ct.data(), ct.size());
+  fill(m, 32);
+  fill(h_in, 32);
+  fill(z, 32);
+  fill(seed, 32);
+  if (forced_rho != nullptr) std::memcpy(ek.data() + K * kPolyBytes, forced_rho, 32);
+  const uint8_t* rho = ek.data() + K * kPolyBytes;
+
+  // Plan outputs (poisoned first).
+  Poly mat[K][K], noise[2 * K + 1];
+  std::memset(mat, 0x55, sizeof(mat));
+  std::memset(noise, 0x55, sizeof(noise));
+  uint8_t out0[64] = {}, out1[64] = {}, out2[64] = {};
+  fixed::PlanIo io;
+  io.rho = rho;
+  io.matrix = &mat[0][0];
+  io.noise = noise;
+  const bool transposed = op != Op::kKeyGen;
+  const int n_noise = op == Op::kKeyGen ? 2 * K : 2 * K + 1;
+  switch (op) {
+    case Op::kKeyGen:
+      io.hash_a[0] = ek.data();
+      io.hash_out[0] = out0;
+      io.seed = seed;
+      break;
+    case Op::kEncaps:
+      io.hash_a[0] = ek.data();
+      io.hash_out[0] = out0;  // h
+      io.hash_a[1] = m;
+      io.hash_b[1] = out0;
+      io.hash_out[1] = out1;  // (K, r)
+      io.seed = out1 + 32;
+      break;
+    case Op::kEncrypt:
+      io.seed = seed;
+      break;
+    case Op::kDecapsCheck:
+    case Op::kDecaps:
+      io.hash_a[0] = m;
+      io.hash_b[0] = h_in;
+      io.hash_out[0] = out0;  // (K', r')
+      io.hash_a[1] = ek.data();
+      io.hash_out[1] = out1;  // H(ek)
+      io.hash_a[2] = z;
+      io.hash_b[2] = ct.data();
+      io.hash_out[2] = out2;  // J(z || c)
+      io.seed = out0 + 32;
+      break;
+  }
+  RunPlan<K>(op, io);
+
+  // References.
+  uint8_t h_ref[32], g_ref[64], j_ref[32];
+  uint8_t coins[32];
+  std::memcpy(coins, seed, 32);
+  Sha3_256Digest(Bytes(ek.data(), ek.size()), std::span<uint8_t, 32>(h_ref, 32));
+  if (op == Op::kKeyGen || op == Op::kEncaps || op == Op::kDecapsCheck) {
+    Same(h_ref, op == Op::kDecapsCheck ? out1 : out0, 32, what + " H(ek)");
+  }
+  if (op == Op::kEncaps || op == Op::kDecapsCheck || op == Op::kDecaps) {
+    Sha3_512 g;
+    g.Absorb(Bytes(m, 32));
+    g.Absorb(Bytes(op == Op::kEncaps ? h_ref : h_in, 32));
+    g.Final(std::span<uint8_t, 64>(g_ref, 64));
+    Same(g_ref, op == Op::kEncaps ? out1 : out0, 64, what + " G");
+    std::memcpy(coins, g_ref + 32, 32);
+  }
+  if (op == Op::kDecapsCheck || op == Op::kDecaps) {
+    Shake256 j;
+    j.Absorb(Bytes(z, 32));
+    j.Absorb(Bytes(ct.data(), ct.size()));
+    j.Squeeze(MutBytes(j_ref, 32));
+    Same(j_ref, out2, 32, what + " J");
+  }
+  for (int i = 0; i < K; ++i) {
+    for (int j = 0; j < K; ++j) {
+      Poly want;
+      RefSampleNtt(rho, static_cast<uint8_t>(transposed ? i : j),
+                   static_cast<uint8_t>(transposed ? j : i), want);
+      Same(want.c, mat[i][j].c, kN,
+           what + " A[" + std::to_string(i) + "][" + std::to_string(j) + "]");
+    }
+  }
+  for (int t = 0; t < n_noise; ++t) {
+    const int eta = op == Op::kKeyGen || t < K ? P::eta1 : P::eta2;
+    Poly want;
+    RefCbd(eta, coins, static_cast<uint8_t>(t), want);
+    Same(want.c, noise[t].c, kN, what + " noise " + std::to_string(t));
+  }
+}
+
+// A ρ whose stream (0, 0) needs a 4th block (entry [0][0] in every plan).
+std::array<uint8_t, 32> SlowRho() {
+  std::mt19937_64 rng(11);
+  for (;;) {
+    std::array<uint8_t, 32> rho;
+    for (auto& x : rho) x = static_cast<uint8_t>(rng());
+    if (NeedsFourthBlock(rho.data(), 0, 0)) return rho;
+  }
+}
+
+template <int K>
+void RunAll(const std::array<uint8_t, 32>& slow_rho, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  auto rnd = [&](size_t lo, size_t hi) {
-    return std::uniform_int_distribution<size_t>(lo, hi)(rng);
-  };
-  auto bytes = [&](size_t n) {
-    std::vector<uint8_t> v(n);
-    for (auto& x : v) x = static_cast<uint8_t>(rng());
-    return v;
-  };
-  const size_t rates[] = {72, 136, 168};
-  const uint8_t suffixes[] = {0x06, 0x1f};
-  for (int trial = 0; trial < trials; ++trial) {
-    const int n = static_cast<int>(rnd(1, LaneScheduler::kMaxTasks));
-    std::vector<Spec> specs(n);
-    for (Spec& s : specs) {
-      const size_t kind = rnd(0, 2);
-      s.kind = static_cast<Kind>(kind);
-      s.ready_after = rnd(0, 3) == 0 ? static_cast<int>(rnd(1, 12)) : 0;
-      if (s.kind == Kind::kHash) {
-        s.rate = rates[rnd(0, 2)];
-        s.suffix = suffixes[rnd(0, 1)];
-        // Lengths around block boundaries as well as arbitrary ones.
-        const size_t a_len = rnd(0, 1) ? rnd(0, 1300) : s.rate * rnd(0, 4) + rnd(0, 1) - 0;
-        s.a = bytes(a_len);
-        s.b = bytes(rnd(0, 2) == 0 ? 0 : rnd(0, 300));
-        if (s.a.size() + s.b.size() == 0) s.a = bytes(1);
-        s.out_len = rnd(1, 3) == 1 ? rnd(1, 600) : rnd(1, 64);
-        s.streamed = rnd(0, 3) == 0;
-      } else if (s.kind == Kind::kSampleNtt) {
-        auto r = bytes(34);
-        std::memcpy(s.rho, r.data(), 32);
-        s.b32 = r[32];
-        s.b33 = r[33];
-      } else {
-        s.eta = static_cast<int>(rnd(2, 3));
-        auto r = bytes(33);
-        std::memcpy(s.seed, r.data(), 32);
-        s.nonce = r[32];
-      }
-    }
-    std::vector<std::vector<uint8_t>> outs(n);
-    std::vector<Poly> polys(n);
-    std::vector<int> ids(n);
-    std::vector<size_t> avail(n, 0);
-    {
-      LaneScheduler ls;
-      for (int t = 0; t < n; ++t) {
-        Spec& s = specs[t];
-        switch (s.kind) {
-          case Kind::kHash:
-            outs[t].assign(s.out_len, 0);
-            ids[t] = ls.AddHash(s.rate, s.suffix, s.a.data(), s.a.size(), s.b.data(), s.b.size(),
-                                outs[t].data(), s.out_len, s.ready_after == 0);
-            if (s.streamed) ls.SetAvailable(ids[t], 0);
-            break;
-          case Kind::kSampleNtt:
-            ids[t] = ls.AddSampleNtt(s.rho, s.b32, s.b33, &polys[t]);
-            if (s.ready_after > 0) s.ready_after = 0;  // always ready
-            break;
-          case Kind::kCbd:
-            ids[t] = ls.AddCbd(s.eta, s.seed, s.nonce, &polys[t], s.ready_after == 0);
-            break;
-        }
-      }
-      int steps = 0;
-      ls.Run([&] {
-        ++steps;
-        for (int t = 0; t < n; ++t) {
-          Spec& s = specs[t];
-          if (s.ready_after > 0 && steps >= s.ready_after) ls.SetReady(ids[t]);
-          if (s.streamed) {
-            const size_t total = s.a.size() + s.b.size();
-            avail[t] = std::min(total, avail[t] + rnd(0, 200));
-            ls.SetAvailable(ids[t], avail[t]);
-          }
-        }
-      });
-      for (int t = 0; t < n; ++t) EXPECT_TRUE(ls.Finished(ids[t]));
-    }
-    for (int t = 0; t < n; ++t) {
-      const Spec& s = specs[t];
-      if (s.kind == Kind::kHash) {
-        KeccakSponge ref(s.rate, s.suffix);
-        ref.Absorb(Bytes(s.a.data(), s.a.size()));
-        ref.Absorb(Bytes(s.b.data(), s.b.size()));
-        std::vector<uint8_t> want(s.out_len);
-        ref.Squeeze(MutBytes(want.data(), want.size()));
-        if (!SameBytes(want.data(), outs[t].data(), want.size(), trial, t)) return;
-      } else if (s.kind == Kind::kSampleNtt) {
-        XofSeed seed;
-        std::memcpy(seed.data(), s.rho, 32);
-        seed[32] = s.b32;
-        seed[33] = s.b33;
-        Poly want;
-        RefSampleNtt(seed, want);
-        if (!SameBytes(want.c, polys[t].c, kN, trial, t)) return;
-      } else {
-        Poly want;
-        RefCbd(s.eta, s.seed, s.nonce, want);
-        if (!SameBytes(want.c, polys[t].c, kN, trial, t)) return;
-      }
+  const char* names[] = {"KeyGen", "Encaps", "Encrypt", "Decaps(check)", "Decaps"};
+  for (int o = 0; o < 5; ++o) {
+    const std::string base = "k=" + std::to_string(K) + " " + names[o] + " trial ";
+    for (int trial = 0; trial < 40; ++trial) {
+      Trial<K>(static_cast<Op>(o), rng, trial < 2 ? slow_rho.data() : nullptr,
+               base + std::to_string(trial));
     }
   }
 }
 
-TEST(MlKemLanes, RandomTaskMixesMatchIndividualSponges) {
+TEST(MlKemLanes, PlansMatchIndividualSponges) {
   pqcd::testing::ScopedIsa restore;
+  const auto slow_rho = SlowRho();
   for (Isa isa : pqcd::testing::SupportedIsas()) {
     SCOPED_TRACE(std::string(IsaName(isa)));
-    RunTrials(isa, 2000, 0x6c616e6573 + static_cast<uint64_t>(isa));
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    RunAll<2>(slow_rho, 0x6c616e6573 + static_cast<uint64_t>(isa));
+    RunAll<3>(slow_rho, 0x6c616e6574 + static_cast<uint64_t>(isa));
+    RunAll<4>(slow_rho, 0x6c616e6575 + static_cast<uint64_t>(isa));
   }
 }
 
-// SampleNTT streams that need more than the first three blocks (rare with random seeds): search
-// seeds whose first 504 XOF bytes give fewer than 256 values, and check them on every backend.
-TEST(MlKemLanes, SampleNttBeyondThreeBlocks) {
-  pqcd::testing::ScopedIsa restore;
-  std::vector<XofSeed> slow;
-  std::mt19937_64 rng(7);
-  for (int tries = 0; tries < 200000 && slow.size() < 3; ++tries) {
-    XofSeed seed;
-    for (auto& x : seed) x = static_cast<uint8_t>(rng());
-    uint8_t buf[504];
-    Shake128 xof;
-    xof.Absorb(Bytes(seed.data(), seed.size()));
-    xof.Squeeze(MutBytes(buf, sizeof(buf)));
-    int ctr = 0;
-    for (size_t p = 0; p < sizeof(buf); p += 3) {
-      const int d1 = buf[p] | ((buf[p + 1] & 0x0f) << 8);
-      const int d2 = (buf[p + 1] >> 4) | (buf[p + 2] << 4);
-      ctr += (d1 < kQ) + (d2 < kQ);
-    }
-    if (ctr < kN) slow.push_back(seed);
-  }
-  ASSERT_FALSE(slow.empty());
-  for (Isa isa : pqcd::testing::SupportedIsas()) {
-    ASSERT_TRUE(SetActiveIsa(isa).ok());
-    Poly want[3], got[3];
-    {
-      LaneScheduler ls;
-      for (size_t i = 0; i < slow.size(); ++i) {
-        ls.AddSampleNtt(slow[i].data(), slow[i][32], slow[i][33], &got[i]);
+// The plans pack the lanes as the greedy schedule did: permutation counts per operation.
+TEST(MlKemLanes, PlanShapes) {
+  auto count = [](const fixed::Plan& p, int& x4, int& x1) {
+    x4 = x1 = 0;
+    for (int s = 0; s < p.num_steps; ++s) {
+      int active = 0;
+      for (const fixed::LaneOp& op : p.steps[s].lane) {
+        active += op.kind == fixed::kHash || op.kind == fixed::kXof || op.kind == fixed::kPrf;
       }
-      ls.Run();
+      (active > 1 ? x4 : x1) += 1;
     }
-    for (size_t i = 0; i < slow.size(); ++i) RefSampleNtt(slow[i], want[i]);
-    for (size_t i = 0; i < slow.size(); ++i) {
-      EXPECT_TRUE(SameBytes(want[i].c, got[i].c, kN, -1, static_cast<int>(i)));
-    }
-  }
+  };
+  int x4, x1;
+  count(fixed::kKeyGenPlan<3>, x4, x1);
+  EXPECT_EQ(x4, 10);
+  EXPECT_EQ(x1, 4);  // the tail of H(ek) after the last row of t̂
+  count(fixed::kKeyGenPlan<2>, x4, x1);
+  EXPECT_EQ(x4, 6);
+  EXPECT_EQ(x1, 4);
+  count(fixed::kEncapsPlan<3>, x4, x1);
+  EXPECT_EQ(x4, 11);
+  EXPECT_EQ(x1, 1);  // G(m || H(ek))
+  count(fixed::kEncryptPlan<3>, x4, x1);
+  EXPECT_EQ(x4, 9);
+  EXPECT_EQ(x1, 0);
+  // The last PRF rides along the 13th x4 step.
+  count(fixed::kDecapsPlan<3, true>, x4, x1);
+  EXPECT_EQ(x4, 13);
+  EXPECT_EQ(x1, 0);
+  EXPECT_EQ((fixed::kDecapsPlan<3, true>.steps[12].rider.kind), fixed::kPrf);
+  count(fixed::kEncryptPlan<4>, x4, x1);
+  EXPECT_EQ(x4, 14);
+  EXPECT_EQ(x1, 0);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "mlkem/lanes.h"
+#include "mlkem/fixed_lanes.h"
 #include "mlkem/poly.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
@@ -282,75 +282,89 @@ TEST(MlKemPoly, Encode12AndDecodeChecks) {
   }
 }
 
-// SampleNTT (LaneScheduler tasks, on every backend) against Alg. 7 read literally.
+// The samples of K-PKE.Encrypt (k = 2: Â^T, y with eta = 3, e1 and e2 with eta = 2) through the
+// fixed lane plan (mlkem/fixed_lanes.h) on the active backend.
+struct EncryptSamples2 {
+  Poly at[2][2];
+  Poly noise[5];
+};
+void SampleEncrypt2(const uint8_t rho[32], const uint8_t coins[32], EncryptSamples2& out) {
+  fixed::PlanIo io;
+  io.rho = rho;
+  io.seed = coins;
+  io.matrix = &out.at[0][0];
+  io.noise = out.noise;
+  fixed::LaneRunner lanes;
+  lanes.Run<fixed::kEncryptPlan<2>>(io, [](auto) {});
+}
+
+// SampleNTT (fixed lane plan, on every backend) against Alg. 7 read literally.
 TEST(MlKemPoly, SampleNttMatchesAlgorithm7) {
   pqcd::testing::ScopedIsa restore;
-  std::vector<std::array<uint8_t, 34>> seeds(5);
-  for (size_t t = 0; t < seeds.size(); ++t) {
-    for (size_t i = 0; i < 34; ++i) seeds[t][i] = static_cast<uint8_t>(t * 31 + i * 7);
+  std::vector<std::array<uint8_t, 32>> rhos(5);
+  for (size_t t = 0; t < rhos.size(); ++t) {
+    for (size_t i = 0; i < 32; ++i) rhos[t][i] = static_cast<uint8_t>(t * 31 + i * 7);
   }
+  uint8_t coins[32] = {};
   for (Isa isa : pqcd::testing::SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
-    std::vector<Poly> got(seeds.size());
-    {
-      LaneScheduler ls;
-      for (size_t t = 0; t < seeds.size(); ++t) {
-        ls.AddSampleNtt(seeds[t].data(), seeds[t][32], seeds[t][33], &got[t]);
-      }
-      ls.Run();
-    }
-    for (size_t t = 0; t < seeds.size(); ++t) {
-      // Alg. 7 literally: squeeze 3 bytes at a time.
-      Shake128 xof;
-      xof.Absorb(Bytes(seeds[t].data(), 34));
-      int j = 0;
-      while (j < kN) {
-        uint8_t c[3];
-        xof.Squeeze(MutBytes(c, 3));
-        const int d1 = c[0] + 256 * (c[1] % 16);
-        const int d2 = c[1] / 16 + 16 * c[2];
-        if (d1 < q) {
-          ASSERT_EQ(got[t].c[j], d1) << IsaName(isa) << " seed " << t << " j " << j;
-          ++j;
-        }
-        if (d2 < q && j < kN) {
-          ASSERT_EQ(got[t].c[j], d2) << IsaName(isa) << " seed " << t << " j " << j;
-          ++j;
+    for (size_t t = 0; t < rhos.size(); ++t) {
+      EncryptSamples2 got;
+      SampleEncrypt2(rhos[t].data(), coins, got);
+      for (int r = 0; r < 2; ++r) {
+        for (int c = 0; c < 2; ++c) {
+          // Â^T[r][c] = SampleNTT(ρ || r || c); Alg. 7 literally: squeeze 3 bytes at a time.
+          uint8_t seed[34];
+          std::memcpy(seed, rhos[t].data(), 32);
+          seed[32] = static_cast<uint8_t>(r);
+          seed[33] = static_cast<uint8_t>(c);
+          Shake128 xof;
+          xof.Absorb(Bytes(seed, 34));
+          int j = 0;
+          while (j < kN) {
+            uint8_t b[3];
+            xof.Squeeze(MutBytes(b, 3));
+            const int d1 = b[0] + 256 * (b[1] % 16);
+            const int d2 = b[1] / 16 + 16 * b[2];
+            if (d1 < q) {
+              ASSERT_EQ(got.at[r][c].c[j], d1) << IsaName(isa) << " rho " << t << " j " << j;
+              ++j;
+            }
+            if (d2 < q && j < kN) {
+              ASSERT_EQ(got.at[r][c].c[j], d2) << IsaName(isa) << " rho " << t << " j " << j;
+              ++j;
+            }
+          }
         }
       }
     }
   }
 }
 
-// SamplePolyCBD_eta(PRF_eta(seed, nonce)) (LaneScheduler tasks, every backend) against Alg. 8.
+// SamplePolyCBD_eta(PRF_eta(seed, nonce)) (fixed lane plan, every backend) against Alg. 8.
 TEST(MlKemPoly, CbdMatchesAlgorithm8) {
   pqcd::testing::ScopedIsa restore;
-  uint8_t seed[32];
+  uint8_t seed[32], rho[32] = {};
   for (int i = 0; i < 32; ++i) seed[i] = static_cast<uint8_t>(200 - 3 * i);
   for (Isa isa : pqcd::testing::SupportedIsas()) {
     ASSERT_TRUE(SetActiveIsa(isa).ok());
-    for (int eta : {2, 3}) {
-      Poly got[3];
-      {
-        LaneScheduler ls;
-        for (int t = 0; t < 3; ++t) ls.AddCbd(eta, seed, static_cast<uint8_t>(5 + t), &got[t]);
-        ls.Run();
-      }
-      for (int t = 0; t < 3; ++t) {
-        uint8_t in[33];
-        std::memcpy(in, seed, 32);
-        in[32] = static_cast<uint8_t>(5 + t);
-        std::vector<uint8_t> prf(64 * eta);
-        Shake256Digest(Bytes(in, 33), prf);
-        for (int i = 0; i < kN; ++i) {
-          int x = 0, y = 0;
-          for (int j = 0; j < eta; ++j) {
-            x += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + j));
-            y += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + eta + j));
-          }
-          ASSERT_EQ(got[t].c[i], x - y)
-              << IsaName(isa) << " eta " << eta << " poly " << t << " i " << i;
+    EncryptSamples2 got;
+    SampleEncrypt2(rho, seed, got);
+    for (int t = 0; t < 5; ++t) {
+      const int eta = t < 2 ? 3 : 2;
+      uint8_t in[33];
+      std::memcpy(in, seed, 32);
+      in[32] = static_cast<uint8_t>(t);
+      std::vector<uint8_t> prf(64 * eta);
+      Shake256Digest(Bytes(in, 33), prf);
+      for (int i = 0; i < kN; ++i) {
+        int x = 0, y = 0;
+        for (int j = 0; j < eta; ++j) {
+          x += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + j));
+          y += static_cast<int>(GetBits(prf.data(), 1, 2 * i * eta + eta + j));
         }
+        ASSERT_EQ(got.noise[t].c[i], x - y)
+            << IsaName(isa) << " eta " << eta << " poly " << t << " i " << i;
       }
     }
   }

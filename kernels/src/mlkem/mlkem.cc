@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "keccak/keccak_multi.h"
-#include "mlkem/lanes.h"
+#include "mlkem/fixed_lanes.h"
 #include "mlkem/poly.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
@@ -25,9 +25,25 @@ namespace {
 
 using mlkem::kPolyBytes;
 using mlkem::kSymBytes;
-using mlkem::LaneScheduler;
 using mlkem::Poly;
 using mlkem::PolyMulCache;
+namespace fixed = mlkem::fixed;
+
+using fixed::kDecapsPlan;
+using fixed::kEncapsPlan;
+using fixed::kEncryptPlan;
+using fixed::kKeyGenPlan;
+
+// The plans' message lengths match the byte layouts.
+template <int K>
+constexpr bool PlansMatchLayout() {
+  constexpr size_t ek = K * kPolyBytes + kSymBytes;
+  return kKeyGenPlan<K>.tasks[0].a_len == ek && kEncapsPlan<K>.tasks[0].a_len == ek &&
+         kDecapsPlan<K, true>.tasks[1].a_len == ek &&
+         kDecapsPlan<K, true>.tasks[2].b_len == MlKem<K>::kCiphertextBytes &&
+         kDecapsPlan<K, false>.tasks[1].b_len == MlKem<K>::kCiphertextBytes;
+}
+static_assert(PlansMatchLayout<2>() && PlansMatchLayout<3>() && PlansMatchLayout<4>());
 
 // Byte layout of keys and ciphertexts (FIPS 203 Alg. 13, 14, 16).
 template <int K>
@@ -107,40 +123,24 @@ void MultiHash(size_t rate, uint8_t suffix, const uint8_t* const* in, size_t len
 }
 // H = SHA3-256, G = SHA3-512, J = SHAKE256(·, 32) (§4.1) over n independent inputs.
 void HashHMany(const uint8_t* const* in, size_t len, uint8_t* const* out, size_t n) {
-  MultiHash(136, 0x06, in, len, nullptr, 0, out, 32, n);
+  MultiHash(kRateH, 0x06, in, len, nullptr, 0, out, 32, n);
 }
 void HashGMany(const uint8_t* const* a, size_t a_len, const uint8_t* const* b, size_t b_len,
                uint8_t* const* out, size_t n) {
-  MultiHash(72, 0x06, a, a_len, b, b_len, out, 64, n);
+  MultiHash(kRateG, 0x06, a, a_len, b, b_len, out, 64, n);
 }
 void HashJMany(const uint8_t* const* z, const uint8_t* const* c, size_t c_len, uint8_t* const* out,
                size_t n) {
-  MultiHash(136, 0x1f, z, 32, c, c_len, out, 32, n);
-}
-
-// Adds the K² SampleNTT tasks of Â (transposed = false: Alg. 13 steps 3-7, entry [i][j] =
-// SampleNTT(ρ || j || i)) or Â^T (transposed = true: Alg. 14 steps 4-8, entry [i][j] = Â[j][i]),
-// row by row; ids[i][j] is the task of entry [i][j].
-template <int K>
-void AddMatrixTasks(LaneScheduler& ls, Poly (&a)[K][K], const uint8_t rho[kSymBytes],
-                    bool transposed, int (&ids)[K][K]) {
-  for (int i = 0; i < K; ++i) {
-    for (int j = 0; j < K; ++j) {
-      ids[i][j] = ls.AddSampleNtt(rho, static_cast<uint8_t>(transposed ? i : j),
-                                  static_cast<uint8_t>(transposed ? j : i), &a[i][j]);
-    }
-  }
+  MultiHash(kRateJ, 0x1f, z, 32, c, c_len, out, 32, n);
 }
 
 // FIPS 203 Alg. 13, K-PKE.KeyGen(d), steps 2-20 from (ρ, σ) = G(d || k): writes ek_PKE to ek,
 // dk_PKE to dk_pke, and also H(ek) to h_ek (Alg. 16 step 3), whose sponge absorbs ek while the
-// rows of t̂ are still being computed: all the Keccak work of KeyGen after G shares one
-// LaneScheduler (noise first, then Â row by row, H as soon as row 0 of t̂ is encoded).
+// rows of t̂ are still being computed: all the Keccak work of KeyGen after G runs on one fixed
+// lane plan (noise first, then Â row by row, H as soon as row 0 of t̂ is encoded).
 template <int K>
 void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk_pke,
                            uint8_t h_ek[32]) {
-  using P = MlKemParams<K>;
-  using L = Layout<K>;
   const uint8_t* rho = rho_sigma;
   const uint8_t* sigma = rho_sigma + 32;
 
@@ -154,52 +154,33 @@ void PkeKeyGenFromRhoSigma(const uint8_t rho_sigma[64], uint8_t* ek, uint8_t* dk
   ZeroOnExit wipe_s_cache(s_cache);
   std::memcpy(ek + K * kPolyBytes, rho, kSymBytes);  // ek = ByteEncode12(t̂) || ρ (step 19)
 
-  LaneScheduler ls;
-  const int h_task = ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h_ek, 32,
-                                /*ready=*/false);
-  ls.SetAvailable(h_task, 0);
-  int noise[2 * K];
-  for (int t = 0; t < 2 * K; ++t) {
-    noise[t] = ls.AddCbd(P::eta1, sigma, static_cast<uint8_t>(t), &se[t]);
-  }
-  int mat[K][K];
-  AddMatrixTasks<K>(ls, a, rho, /*transposed=*/false, mat);
-
-  bool s_ready = false;
-  bool e_ready[K] = {};
+  fixed::PlanIo io;
+  io.hash_a[0] = ek;
+  io.hash_out[0] = h_ek;
+  io.rho = rho;
+  io.seed = sigma;
+  io.matrix = &a[0][0];
+  io.noise = se;
   int rows = 0;
-  ls.Run([&] {
-    if (!s_ready) {
-      bool all = true;
-      for (int i = 0; i < K; ++i) all = all && ls.Finished(noise[i]);
-      if (all) {
+  fixed::LaneRunner lanes;
+  lanes.Run<kKeyGenPlan<K>>(io, [&](auto step) {
+    // t̂ = Â ∘ ŝ + ê (step 18), row by row as soon as the plan has its inputs; ByteEncode12
+    // (19). NTT(s), NTT(e) (16-17) just before their first use.
+    constexpr int kRows = kKeyGenPlan<K>.steps[decltype(step)::value].rows_after;
+    for (; rows < kRows; ++rows) {
+      if (rows == 0) {
         for (int i = 0; i < K; ++i) {
           mlkem::PolyNtt(s[i]);
           mlkem::PolyMulCacheCompute(s_cache[i], s[i]);
         }
-        s_ready = true;
       }
-    }
-    for (int i = 0; i < K; ++i) {
-      if (!e_ready[i] && ls.Finished(noise[K + i])) {
-        mlkem::PolyNtt(e[i]);
-        e_ready[i] = true;
-      }
-    }
-    // t̂ = Â ∘ ŝ + ê (step 18), row by row as soon as its inputs are there; ByteEncode12 (19).
-    while (rows < K && s_ready && e_ready[rows]) {
-      for (int j = 0; j < K; ++j) {
-        if (!ls.Finished(mat[rows][j])) return;
-      }
+      mlkem::PolyNtt(e[rows]);
       Poly t;
       mlkem::PolyBasemulAcc(t, a[rows], s, s_cache, K);  // R^-1 · (Â ∘ ŝ)[i]
       mlkem::PolyToMont(t);                              // back to the normal domain
       mlkem::PolyAdd(t, e[rows]);
       mlkem::PolyReduceCanonical(t);
       mlkem::PolyEncode12(ek + rows * kPolyBytes, t);
-      ++rows;
-      ls.SetAvailable(h_task, rows == K ? L::kEkBytes : rows * kPolyBytes);
-      ls.SetReady(h_task);
     }
   });
 
@@ -234,19 +215,14 @@ struct EncryptSamples {
   ~EncryptSamples() { SecureZero(&sec, sizeof(sec)); }
 };
 
-// Adds the tasks of EncryptSamples: the K² matrix streams (3 permutations each), then the 2k + 1
-// PRF calls on `coins` (1 or 2 permutations; read when they start; ready now or after SetReady by
-// the caller, ids in prf_ids). Longer tasks first packs the lanes best.
+// The Encrypt samples' part of a PlanIo: Â^T into es.at, y, e1, e2 from PRF(coins, 0..2k).
 template <int K>
-void AddEncryptTasks(LaneScheduler& ls, EncryptSamples<K>& es, const uint8_t rho[kSymBytes],
-                     const uint8_t* coins, bool coins_ready, int (&prf_ids)[2 * K + 1]) {
-  using P = MlKemParams<K>;
-  int mat[K][K];
-  AddMatrixTasks<K>(ls, es.at, rho, /*transposed=*/true, mat);
-  for (int t = 0; t < 2 * K + 1; ++t) {
-    prf_ids[t] = ls.AddCbd(t < K ? P::eta1 : P::eta2, coins, static_cast<uint8_t>(t),
-                           &es.sec.noise[t], coins_ready);
-  }
+void SetEncryptIo(fixed::PlanIo& io, EncryptSamples<K>& es, const uint8_t rho[kSymBytes],
+                  const uint8_t* coins) {
+  io.rho = rho;
+  io.seed = coins;
+  io.matrix = &es.at[0][0];
+  io.noise = es.sec.noise;
 }
 
 // FIPS 203 Alg. 14, steps 18-23, on the sampled Â^T, y, e1, e2 (es.sec is consumed; wiped by
@@ -288,10 +264,10 @@ void PkeEncrypt(const Poly (&t_hat)[K], const uint8_t rho[kSymBytes], const uint
                 const uint8_t coins[kSymBytes], uint8_t* ct) {
   EncryptSamples<K> es;
   {
-    LaneScheduler ls;
-    int prf_ids[2 * K + 1];
-    AddEncryptTasks<K>(ls, es, rho, coins, /*coins_ready=*/true, prf_ids);
-    ls.Run();
+    fixed::PlanIo io;
+    SetEncryptIo<K>(io, es, rho, coins);
+    fixed::LaneRunner lanes;
+    lanes.Run<kEncryptPlan<K>>(io, [](auto) {});
   }
   PkeEncryptArith<K>(t_hat, es, m, ct);
 }
@@ -336,29 +312,21 @@ void ExpandDecapsKey(const uint8_t d[kSymBytes], const uint8_t z[kSymBytes], uin
 template <int K>
 void EncapsInternal(const Poly (&t_hat)[K], const uint8_t* ek, const uint8_t m[kSymBytes],
                     uint8_t* ct, uint8_t ss[32]) {
-  using L = Layout<K>;
   uint8_t h[32];
   uint8_t key_coins[64];  // (K, r)
   ZeroOnExit wipe_key_coins(key_coins);
   EncryptSamples<K> es;
   {
-    LaneScheduler ls;
-    // (K, r) = G(m || H(ek)) (step 1).
-    const int h_task = ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h, 32);
-    const int g_task = ls.AddHash(kRateG, 0x06, m, kSymBytes, h, 32, key_coins, 64, false);
-    int prf_ids[2 * K + 1];
-    AddEncryptTasks<K>(ls, es, ek + K * kPolyBytes, key_coins + 32, /*coins_ready=*/false, prf_ids);
-    bool g_ready = false, coins_ready = false;
-    ls.Run([&] {
-      if (!g_ready && ls.Finished(h_task)) {
-        ls.SetReady(g_task);
-        g_ready = true;
-      }
-      if (!coins_ready && ls.Finished(g_task)) {
-        for (int id : prf_ids) ls.SetReady(id);
-        coins_ready = true;
-      }
-    });
+    // (K, r) = G(m || H(ek)) (step 1), then the samples of K-PKE.Encrypt on r.
+    fixed::PlanIo io;
+    io.hash_a[0] = ek;
+    io.hash_out[0] = h;
+    io.hash_a[1] = m;
+    io.hash_b[1] = h;
+    io.hash_out[1] = key_coins;
+    SetEncryptIo<K>(io, es, ek + K * kPolyBytes, key_coins + 32);
+    fixed::LaneRunner lanes;
+    lanes.Run<kEncapsPlan<K>>(io, [](auto) {});
   }
   // c = K-PKE.Encrypt(ek, m, r) (step 2).
   PkeEncryptArith<K>(t_hat, es, m, ct);
@@ -393,7 +361,7 @@ void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime
 
 // FIPS 203 Alg. 18, ML-KEM.Decaps_internal(dk, c) on an expanded dk, with the §7.3 hash check
 // when check_hash (returns false, ss untouched, if H(ek) != h). After K-PKE.Decrypt, all the
-// Keccak work shares one LaneScheduler: G(m' || h), the hash check H(ek) and J(z || c) (9
+// Keccak work runs on one fixed lane plan: G(m' || h), the hash check H(ek) and J(z || c) (9
 // permutations each for k = 3) side by side with Â^T, then the PRF calls of the re-encryption.
 template <int K>
 bool DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32], bool check_hash) {
@@ -413,22 +381,24 @@ bool DecapsInternal(const uint8_t* dk, const uint8_t* ct, uint8_t ss[32], bool c
   PkeDecrypt<K>(dk, ct, m_prime);
   EncryptSamples<K> es;
   {
-    LaneScheduler ls;
-    // (K', r') = G(m' || h) (step 6); the §7.3 hash check; K̄ = J(z || c) (step 7).
-    const int g_task = ls.AddHash(kRateG, 0x06, m_prime, kSymBytes, h, 32, key_coins, 64);
+    // (K', r') = G(m' || h) (step 6); the §7.3 hash check; K̄ = J(z || c) (step 7); the
+    // samples of the re-encryption on r'.
+    fixed::PlanIo io;
+    io.hash_a[0] = m_prime;
+    io.hash_b[0] = h;
+    io.hash_out[0] = key_coins;
+    io.hash_a[1] = ek;
+    io.hash_out[1] = h_check;
+    io.hash_a[2] = z;
+    io.hash_b[2] = ct;
+    io.hash_out[2] = k_bar;
+    SetEncryptIo<K>(io, es, ek + K * kPolyBytes, key_coins + 32);
+    fixed::LaneRunner lanes;
     if (check_hash) {
-      ls.AddHash(kRateH, 0x06, ek, L::kEkBytes, nullptr, 0, h_check, 32);
+      lanes.Run<kDecapsPlan<K, true>>(io, [](auto) {});
+    } else {
+      lanes.Run<kDecapsPlan<K, false>>(io, [](auto) {});
     }
-    ls.AddHash(kRateJ, 0x1f, z, kSymBytes, ct, L::kCtBytes, k_bar, 32);
-    int prf_ids[2 * K + 1];
-    AddEncryptTasks<K>(ls, es, ek + K * kPolyBytes, key_coins + 32, /*coins_ready=*/false, prf_ids);
-    bool coins_ready = false;
-    ls.Run([&] {
-      if (!coins_ready && ls.Finished(g_task)) {
-        for (int id : prf_ids) ls.SetReady(id);
-        coins_ready = true;
-      }
-    });
   }
   if (check_hash) {
     // The verdict is revealed by the returned status anyway: declassify it (not the key bytes).

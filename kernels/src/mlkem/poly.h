@@ -106,7 +106,7 @@ uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n);
 // dst = mask ? src : dst (mask 0x00 or 0xff), 32 bytes, constant time.
 void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
 
-// Sampling (SampleNTT, SamplePolyCBD) runs inside LaneScheduler (mlkem/lanes.h) on the rejection
-// and CBD kernels of mlkem/poly_backend.h.
+// Sampling (SampleNTT, SamplePolyCBD) runs inside the fixed lane plans (mlkem/fixed_lanes.h) on the
+// rejection and CBD kernels of mlkem/poly_backend.h.
 
 }  // namespace pqcd::kernels::mlkem

@@ -1,5 +1,5 @@
-// AVX2 data movement for LaneScheduler (mlkem/lanes.cc), compiled with -mavx2 only; declared in
-// mlkem/poly_backend.h. No inline function is shared with a baseline translation unit.
+// AVX2 data movement for the fixed lane plans (mlkem/fixed_lanes.h), compiled with -mavx2 only;
+// declared in mlkem/poly_backend.h. No inline function is shared with a baseline translation unit.
 #include <immintrin.h>
 
 #include "mlkem/poly_backend.h"
