@@ -33,6 +33,8 @@
 //                      The TSC runs at a constant rate: it equals core cycles only when the core
 //                      runs at the TSC frequency (turbo and power saving make them differ).
 //   bytes_per_second   hash throughput
+//   core_per_tsc       the core clock over the TSC rate, measured right before and after the
+//                      timed loop (tsc_per_op x core_per_tsc = core cycles per operation)
 //
 // The context line pqcd_core_cycles_per_tsc is the pinned core's clock over the TSC rate, measured
 // at start-up with a chain of dependent adds (one per cycle): tsc_per_op x that ratio = core
@@ -82,6 +84,30 @@ using kernels::MutBytes;
 constexpr int kDefaultRepetitions = 5;
 constexpr int kBatchSizes[] = {4, 8, 16};
 
+// Core clock relative to the TSC on the pinned CPU: a chain of dependent 64-bit adds runs one add
+// per core cycle, so adds / TSC ticks = core cycles per TSC tick. Multiply tsc_per_op by it to get
+// core cycles; comparing figures taken on machines whose cores run at a different multiple of
+// their TSC needs it (RESULTS.md).
+// Many short tries, keep the fastest: a try that another process interrupted only runs longer.
+double CoreCyclesPerTsc(int tries = 40, uint64_t iters = 1'000'000) {  // 1.3 ms per default try
+  uint64_t best = ~uint64_t{0};
+  for (int rep = 0; rep < tries; ++rep) {
+    uint64_t x = 0, n = iters;
+    const uint64_t t0 = __rdtsc();
+    __asm__ volatile(
+        "1:\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "add $1, %0\n\t"
+        "sub $1, %1\n\t"
+        "jnz 1b"
+        : "+r"(x), "+r"(n));
+    best = std::min<uint64_t>(best, __rdtsc() - t0);
+  }
+  return 4.0 * static_cast<double>(iters) / static_cast<double>(best);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Timing: the whole timed loop is bracketed by __rdtsc(), so the per-op figure carries no
 // per-iteration overhead. Benchmarks must not pause the timer inside the loop.
@@ -89,11 +115,15 @@ constexpr int kBatchSizes[] = {4, 8, 16};
 template <class Body>
 void Measure(benchmark::State& state, int64_t ops_per_iteration, int64_t bytes_per_iteration,
              Body&& body) {
+  // The core clock moves with boost state and host load: measure its ratio to the TSC right
+  // before and after the timed loop (~0.3 ms each) and report it with this run's figures.
+  const double ratio_before = CoreCyclesPerTsc(8, 25'000);
   const uint64_t t0 = __rdtsc();
   for (auto _ : state) {
     if (!body()) break;  // body has called SkipWithError
   }
   const uint64_t t1 = __rdtsc();
+  state.counters["core_per_tsc"] = (ratio_before + CoreCyclesPerTsc(8, 25'000)) / 2;
   const int64_t ops = state.iterations() * ops_per_iteration;
   if (ops <= 0) return;
   state.SetItemsProcessed(ops);
@@ -113,31 +143,6 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
   std::vector<uint8_t> v(n);
   (void)rng.Generate(v);
   return v;
-}
-
-// Core clock relative to the TSC on the pinned CPU: a chain of dependent 64-bit adds runs one add
-// per core cycle, so adds / TSC ticks = core cycles per TSC tick. Multiply tsc_per_op by it to get
-// core cycles; comparing figures taken on machines whose cores run at a different multiple of
-// their TSC needs it (RESULTS.md).
-double CoreCyclesPerTsc() {
-  // Many short tries, keep the fastest: a try that another process interrupted only runs longer.
-  constexpr uint64_t kIters = 1'000'000;  // 4 adds each: 4 M cycles, ~1.3 ms per try
-  uint64_t best = ~uint64_t{0};
-  for (int rep = 0; rep < 40; ++rep) {
-    uint64_t x = 0, n = kIters;
-    const uint64_t t0 = __rdtsc();
-    __asm__ volatile(
-        "1:\n\t"
-        "add $1, %0\n\t"
-        "add $1, %0\n\t"
-        "add $1, %0\n\t"
-        "add $1, %0\n\t"
-        "sub $1, %1\n\t"
-        "jnz 1b"
-        : "+r"(x), "+r"(n));
-    best = std::min<uint64_t>(best, __rdtsc() - t0);
-  }
-  return 4.0 * static_cast<double>(kIters) / static_cast<double>(best);
 }
 
 // ---------------------------------------------------------------------------------------------
