@@ -131,28 +131,7 @@ PQCD_AI void PackPoly(uint8_t* out, const Poly& a, Map map) {
   PackGroups<Bits>(out, [&](int g) { return map(Load(a.coeffs + 8 * g)); });
 }
 
-// floor(x / D) for 0 <= x < 2^24 via ceil(2^48 / D) (as poly.cc's DivFloor24).
-template <uint32_t D>
-PQCD_AI __m256i DivFloor24(__m256i x) {
-  constexpr uint64_t kM = ((uint64_t{1} << 48) + D - 1) / D;
-  static_assert(kM < (uint64_t{1} << 32));
-  const __m256i m = _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(kM)));
-  const __m256i pe = _mm256_mul_epu32(x, m);
-  const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
-  return _mm256_blend_epi32(_mm256_srli_epi64(pe, 48), _mm256_srli_epi64(po, 16), 0xAA);
-}
-
-// Decompose (Alg. 36) of 8 coefficients a in [0, q) (as poly.cc).
-template <int32_t Gamma2>
-PQCD_AI void Decompose8(__m256i a, __m256i& hi, __m256i& lo) {
-  constexpr int32_t kAlpha = 2 * Gamma2;
-  constexpr int32_t kM = (kQ - 1) / kAlpha;
-  hi = DivFloor24<kAlpha>(_mm256_add_epi32(a, _mm256_set1_epi32(Gamma2 - 1)));
-  lo = _mm256_sub_epi32(a, _mm256_mullo_epi32(hi, _mm256_set1_epi32(kAlpha)));
-  const __m256i corner = _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(kM));
-  hi = _mm256_andnot_si256(corner, hi);
-  lo = _mm256_add_epi32(lo, corner);  // corner is -1 where set
-}
+#include "mldsa/avx2/decompose_avx2.inc"
 
 // UseHint (Alg. 40) of 8 coefficients r in [0, q) with hints h in {0, 1} (as poly.cc).
 template <int32_t Gamma2>

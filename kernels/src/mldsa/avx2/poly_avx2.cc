@@ -215,35 +215,13 @@ PQCD_AI __m256i TableVec(const int32_t (&row)[8]) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(row));
 }
 
-// floor(x / D) for 0 <= x < 2^24 via ceil(2^48 / D) (as poly.cc's DivFloor24).
-template <uint32_t D>
-PQCD_AI __m256i DivFloor24(__m256i x) {
-  constexpr uint64_t kM = ((uint64_t{1} << 48) + D - 1) / D;
-  static_assert(kM < (uint64_t{1} << 32));
-  const __m256i m = _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(kM)));
-  const __m256i pe = _mm256_mul_epu32(x, m);
-  const __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
-  return _mm256_blend_epi32(_mm256_srli_epi64(pe, 48), _mm256_srli_epi64(po, 16), 0xAA);
-}
-
-template <int32_t Gamma2>
-PQCD_AI void DecomposeVec(__m256i a, __m256i& r1, __m256i& r0) {
-  constexpr int32_t kAlpha = 2 * Gamma2;
-  constexpr int32_t kM = (kQ - 1) / kAlpha;
-  __m256i h = DivFloor24<kAlpha>(_mm256_add_epi32(a, _mm256_set1_epi32(Gamma2 - 1)));
-  __m256i l = _mm256_sub_epi32(a, _mm256_mullo_epi32(h, _mm256_set1_epi32(kAlpha)));
-  const __m256i corner = _mm256_cmpeq_epi32(h, _mm256_set1_epi32(kM));
-  h = _mm256_andnot_si256(corner, h);
-  l = _mm256_add_epi32(l, corner);  // corner is -1 where set
-  r1 = h;
-  r0 = l;
-}
+#include "mldsa/avx2/decompose_avx2.inc"
 
 template <int32_t Gamma2>
 PQCD_AI void DecomposeT(Poly& r1, Poly& r0, const Poly& r) {
   for (int i = 0; i < kN; i += 8) {
     __m256i hi, lo;
-    DecomposeVec<Gamma2>(Load(r.coeffs + i), hi, lo);
+    Decompose8<Gamma2>(Load(r.coeffs + i), hi, lo);
     Store(r1.coeffs + i, hi);
     Store(r0.coeffs + i, lo);
   }
@@ -278,7 +256,7 @@ PQCD_AI void UseHintT(Poly& out, const Poly& r, const Poly& h) {
   const __m256i zero = _mm256_setzero_si256();
   for (int i = 0; i < kN; i += 8) {
     __m256i hi, lo;
-    DecomposeVec<Gamma2>(Load(r.coeffs + i), hi, lo);
+    Decompose8<Gamma2>(Load(r.coeffs + i), hi, lo);
     const __m256i hint = Load(h.coeffs + i);
     const __m256i positive = _mm256_cmpgt_epi32(lo, zero);
     const __m256i delta =
