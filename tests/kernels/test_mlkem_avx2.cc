@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "keccak/keccak_multi.h"
 #include "mlkem/fixed_lanes.h"
 #include "mlkem/poly_backend.h"
 #include "pqcd/kernels/common.h"
@@ -470,7 +471,8 @@ TEST_F(MlKemAvx2Test, SamplersAgreeAcrossBackends) {
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
-// LanesToBytes: the 4x4 transposes of interleaved Keccak states, against a word-by-word copy.
+// The squeeze transpose as the fixed lane plans call it (whole 4-word groups of the four
+// interleaved Keccak states; keccak/keccak_multi.h), against a word-by-word copy.
 TEST_F(MlKemAvx2Test, LanesToBytes) {
   alignas(64) uint64_t st[100];
   constexpr size_t kStride = 200;
@@ -485,7 +487,7 @@ TEST_F(MlKemAvx2Test, LanesToBytes) {
       for (size_t i = 0; i < covered; ++i) std::memcpy(want[j] + 8 * i, &st[4 * i + j], 8);
     }
     uint8_t* const outs[4] = {got[0], got[1], got[2], got[3]};
-    avx2::LanesToBytes(st, outs, words);
+    KeccakExtractLanes4Avx2(st, 4, covered, outs);
     ASSERT_TRUE(Same(&want[0][0], &got[0][0], sizeof(want), "LanesToBytes", n));
   }
 }

@@ -175,14 +175,9 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
   constexpr size_t kFirstBlocks = 2;
   alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
   ZeroOnExit wipe_buf(buf);
-  const bool avx2 = ActiveIsa() != Isa::kPortable;
-  auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
-    if (!avx2) return RejectEtaPortable<Eta>(a, count, b, len);
-    return Eta == 2 ? avx2::RejectEta2(a, count, b, len) : avx2::RejectEta4(a, count, b, len);
-  };
   ForEachGroup(n, [&](size_t g, size_t used, auto width) {
     RejectionGroup<decltype(width)::value, 64>(out + g, rho_prime, nonces + g, used, kRate,
-                                               kFirstBlocks, &buf[0][0], reject);
+                                               kFirstBlocks, &buf[0][0], RejectEta<Eta>);
   });
 }
 

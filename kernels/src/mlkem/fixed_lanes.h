@@ -606,7 +606,9 @@ class LaneRunner {
       uint8_t* dst[kLanes] = {SqueezeDst<P, S, 0>(), SqueezeDst<P, S, 1>(), SqueezeDst<P, S, 2>(),
                               SqueezeDst<P, S, 3>()};
       if (avx2_ && sum_words > 24) {
-        avx2::LanesToBytes(st_, dst, max_words);
+        // Whole 4-word groups (the buffers leave room for the overshoot), as the readers'
+        // AVX2 slack reads expect defined bytes there.
+        KeccakExtractLanes4Avx2(st_, kLanes, (max_words + 3) / 4 * 4, dst);
       } else {
         for (int j = 0; j < kLanes; ++j) {
           const size_t words = (need[j] + 7) / 8;
@@ -623,7 +625,7 @@ class LaneRunner {
 
   // Interleaved states: word i of lane j is st_[i * kLanes + j] (KeccakF1600xN layout).
   alignas(64) uint64_t st_[25 * kLanes];
-  // Squeezed bytes of a hash / eta = 2 PRF block; LanesToBytes writes up to 192 bytes per lane.
+  // Squeezed bytes of a hash / eta = 2 PRF block; the transpose writes up to 192 bytes per lane.
   alignas(64) uint8_t lane_buf_[kLanes][192 + 8];
   // Matrix streams: three XOF blocks side by side (+ transpose overshoot and AVX2 slack).
   alignas(64) uint8_t ntt_buf_[kLanes][2 * kXofRate + 192 + 8];

@@ -78,10 +78,6 @@ void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
 int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len);
 // As portable::Cbd, but `buf` must be readable up to 64·eta + 8 bytes.
 void Cbd(int eta, Poly& a, const uint8_t* buf);
-// Transposes words [0, 4·ceil(words/4)) of the four interleaved Keccak states st (word i of state
-// j at st[4·i + j], KeccakF1600xN layout) into bytes: state j's words go, in order, to out[j]
-// (32·ceil(words/4) bytes each). words <= 24. (mlkem/avx2/lanes_avx2.cc)
-void LanesToBytes(const uint64_t* st, uint8_t* const out[4], size_t words);
 }  // namespace avx2
 
 }  // namespace pqcd::kernels::mlkem
