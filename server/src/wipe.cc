@@ -3,7 +3,6 @@
 #include <string.h>  // explicit_bzero
 
 #include <string>
-#include <vector>
 
 namespace pqcd::server {
 namespace {
@@ -22,11 +21,14 @@ void WipeString(const std::string& s) {
 }  // namespace
 
 void WipeMessage(Message& message) {
+  // Walks the descriptor's fields rather than Reflection::ListFields, which would allocate a
+  // vector per message on every call: unset string fields read as empty, unset messages are
+  // skipped.
+  const google::protobuf::Descriptor* descriptor = message.GetDescriptor();
   const Reflection* reflection = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
   std::string scratch;
-  for (const FieldDescriptor* field : fields) {
+  for (int f = 0; f < descriptor->field_count(); ++f) {
+    const FieldDescriptor* field = descriptor->field(f);
     if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
       if (field->is_repeated()) {
         const int n = reflection->FieldSize(message, field);
@@ -42,7 +44,7 @@ void WipeMessage(Message& message) {
         for (int i = 0; i < n; ++i) {
           WipeMessage(*reflection->MutableRepeatedMessage(&message, field, i));
         }
-      } else {
+      } else if (reflection->HasField(message, field)) {
         WipeMessage(*reflection->MutableMessage(&message, field));
       }
     }
