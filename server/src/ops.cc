@@ -257,27 +257,62 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The key a request names: the held key behind key_ref (its public or private half kept alive in
+// st until the job completes) or the bytes given in the request after their length check; sets
+// st->job.key and returns the algorithm's info. *version gets the held key's version.
+template <bool kPrivate, class Req>
+absl::StatusOr<AlgorithmInfo> ResolveJobKey(ServiceContext* ctx, const Caller& caller,
+                                            const Req& req, Family family, const char* rpc,
+                                            OpState* st, uint32_t* version = nullptr) {
+  int algorithm = req.algorithm();
+  if (req.has_key_ref()) {
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, family, rpc);
+    if (!rec.ok()) return rec.status();
+    if (version != nullptr) *version = rec->version;
+    if constexpr (kPrivate) {
+      st->held_private = rec->private_key;
+    } else {
+      st->held_public = std::move(rec->public_key);
+    }
+  }
+  auto info = RequireFamily(algorithm, family, rpc);
+  if (!info.ok()) return info.status();
+  if constexpr (kPrivate) {
+    if (req.has_key_ref()) {
+      st->job.key = View(*st->held_private);
+    } else {
+      if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok()) {
+        return s;
+      }
+      st->job.key = View(req.private_key());
+    }
+  } else {
+    if (req.has_key_ref()) {
+      st->job.key = View(st->held_public);
+    } else {
+      if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) {
+        return s;
+      }
+      st->job.key = View(req.public_key());
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
 absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  int algorithm = req.algorithm();
-  if (req.has_key_ref()) {
-    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kKem, "Encaps");
-    if (!rec.ok()) return rec.status();
-    st->held_public = std::move(rec->public_key);
-    resp->set_key_version(rec->version);
-  }
-  auto info = RequireFamily(algorithm, Family::kKem, "Encaps");
+  uint32_t version = 0;
+  auto info = ResolveJobKey<false>(ctx, caller, req, Family::kKem, "Encaps", st, &version);
   if (!info.ok()) return info.status();
+  if (req.has_key_ref()) resp->set_key_version(version);
   engine::Job& job = st->job;
   job.SetKem(engine::Operation::kKemEncaps, info->kem->algorithm);
-  if (req.has_key_ref()) {
-    job.key = View(st->held_public);
-  } else {
-    if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) return s;
-    job.key = View(req.public_key());
-  }
   job.output = Resize(resp->mutable_ciphertext(), info->kem->ct_bytes);
   job.shared_secret = Resize(resp->mutable_shared_secret(), info->kem->ss_bytes);
   return absl::OkStatus();
@@ -287,23 +322,10 @@ absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  int algorithm = req.algorithm();
-  if (req.has_key_ref()) {
-    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kKem, "Decaps");
-    if (!rec.ok()) return rec.status();
-    st->held_private = rec->private_key;
-  }
-  auto info = RequireFamily(algorithm, Family::kKem, "Decaps");
+  auto info = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st);
   if (!info.ok()) return info.status();
   engine::Job& job = st->job;
   job.SetKem(engine::Operation::kKemDecaps, info->kem->algorithm);
-  if (req.has_key_ref()) {
-    job.key = View(*st->held_private);
-  } else {
-    if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok())
-      return s;
-    job.key = View(req.private_key());
-  }
   if (req.ciphertext().size() != info->kem->ct_bytes) {
     return InvalidArgumentError(StrCat("ciphertext: expected ", info->kem->ct_bytes, " bytes for ",
                                        info->name, ", got ", req.ciphertext().size()));
@@ -343,24 +365,12 @@ absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& messag
 absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
                          pqc::v1::SignResponse* resp, OpState* st) {
   st->ctx = ctx;
-  int algorithm = req.algorithm();
-  if (req.has_key_ref()) {
-    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kDsa, "Sign");
-    if (!rec.ok()) return rec.status();
-    st->held_private = rec->private_key;
-    resp->set_key_version(rec->version);
-  }
-  auto info = RequireFamily(algorithm, Family::kDsa, "Sign");
+  uint32_t version = 0;
+  auto info = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version);
   if (!info.ok()) return info.status();
+  if (req.has_key_ref()) resp->set_key_version(version);
   engine::Job& job = st->job;
   job.SetDsa(engine::Operation::kDsaSign, info->dsa->algorithm);
-  if (req.has_key_ref()) {
-    job.key = View(*st->held_private);
-  } else {
-    if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok())
-      return s;
-    job.key = View(req.private_key());
-  }
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
                                             req.external_mu(), &job);
       !s.ok()) {
@@ -380,22 +390,10 @@ absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  int algorithm = req.algorithm();
-  if (req.has_key_ref()) {
-    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, Family::kDsa, "Verify");
-    if (!rec.ok()) return rec.status();
-    st->held_public = std::move(rec->public_key);
-  }
-  auto info = RequireFamily(algorithm, Family::kDsa, "Verify");
+  auto info = ResolveJobKey<false>(ctx, caller, req, Family::kDsa, "Verify", st);
   if (!info.ok()) return info.status();
   engine::Job& job = st->job;
   job.SetDsa(engine::Operation::kDsaVerify, info->dsa->algorithm);
-  if (req.has_key_ref()) {
-    job.key = View(st->held_public);
-  } else {
-    if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) return s;
-    job.key = View(req.public_key());
-  }
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
                                             req.external_mu(), &job);
       !s.ok()) {
