@@ -3,7 +3,7 @@
 #   1. the Release build: unit, vector, integration and end-to-end tests (ctest)
 #   2. a ThreadSanitizer build of the engine tests
 #   3. the libFuzzer target (clang, ASan+UBSan) for 60 s from its seed corpus
-# Environment: PQCD_VECTORS_DIR (default ../shared/vectors), JOBS (default: nproc).
+# Environment: PQCD_VECTORS_DIR (default tests/vectors, in this repository), JOBS (default: nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -11,7 +11,7 @@ jobs=${JOBS:-$(nproc)}
 
 scripts/install-deps.sh
 
-export PQCD_VECTORS_DIR=${PQCD_VECTORS_DIR:-$root/../shared/vectors}
+export PQCD_VECTORS_DIR=${PQCD_VECTORS_DIR:-$root/tests/vectors}
 if [[ ! -d $PQCD_VECTORS_DIR ]]; then
   echo "tests/run.sh: official vectors not found at $PQCD_VECTORS_DIR (set PQCD_VECTORS_DIR)" >&2
   exit 1

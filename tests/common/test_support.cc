@@ -20,7 +20,7 @@ nlohmann::json LoadVectorJson(const std::string& relative) {
   std::ifstream in(path);
   if (!in) {
     ADD_FAILURE() << "vector file missing: " << path
-                  << " (set PQCD_VECTORS_DIR to the shared/vectors folder)";
+                  << " (set PQCD_VECTORS_DIR to the folder of the official vectors, tests/vectors)";
     return nullptr;
   }
   return nlohmann::json::parse(in);

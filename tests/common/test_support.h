@@ -13,7 +13,7 @@
 
 namespace pqcd::testing {
 
-// The vectors folder: $PQCD_VECTORS_DIR if set, else ../shared/vectors beside the repository.
+// The vectors folder: $PQCD_VECTORS_DIR if set, else tests/vectors in this repository.
 std::filesystem::path VectorsDir();
 // Parses vectors/<relative>; fails the current test (and returns null) when it is missing.
 nlohmann::json LoadVectorJson(const std::string& relative);
