@@ -1,8 +1,10 @@
 #include "pqcd/server/crypto_service.h"
 
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -17,39 +19,86 @@ const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (s
 
 }  // namespace
 
+namespace {
+
+// The reactor of a unary call or a Batch: owns the call's operations (one allocation per call),
+// cancels their queued jobs when the call is cancelled or expires (the engine then drops them
+// without computing), wipes secret-carrying messages when gRPC is done with them, and records the
+// request with the status the client actually got.
+class OpsReactor final : public grpc::ServerUnaryReactor {
+ public:
+  OpsReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, const char* rpc,
+             size_t n_ops, const google::protobuf::Message* request,
+             google::protobuf::Message* response, bool secrets)
+      : context_(context),
+        scope_(ctx, rpc),
+        ops_(n_ops > 0 ? std::make_unique<OpState[]>(n_ops) : nullptr),
+        n_ops_(n_ops),
+        request_(secrets ? request : nullptr),
+        response_(secrets ? response : nullptr) {}
+
+  RequestScope& scope() { return scope_; }
+  OpState* op(size_t i) { return &ops_[i]; }
+  size_t n_ops() const { return n_ops_; }
+
+  // Finishes the call with `status` (the code recorded unless the call was cancelled meanwhile).
+  void FinishWith(const grpc::Status& status) {
+    finish_code_ = status.error_code();
+    Finish(status);
+  }
+
+  void OnCancel() override {
+    cancel_code_.store(context_->deadline() <= std::chrono::system_clock::now()
+                           ? grpc::StatusCode::DEADLINE_EXCEEDED
+                           : grpc::StatusCode::CANCELLED,
+                       std::memory_order_relaxed);
+    for (size_t i = 0; i < n_ops_; ++i) ops_[i].job.Cancel();
+  }
+
+  void OnDone() override {
+    const grpc::StatusCode cancelled = cancel_code_.load(std::memory_order_relaxed);
+    scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
+    // The request is const to the handler, but gRPC allocated it as a mutable message.
+    if (request_ != nullptr) WipeMessage(const_cast<google::protobuf::Message&>(*request_));
+    if (response_ != nullptr) WipeMessage(*response_);
+    delete this;
+  }
+
+ private:
+  grpc::CallbackServerContext* context_;
+  RequestScope scope_;
+  std::unique_ptr<OpState[]> ops_;
+  const size_t n_ops_;
+  const google::protobuf::Message* request_;
+  google::protobuf::Message* response_;
+  grpc::StatusCode finish_code_ = grpc::StatusCode::OK;
+  std::atomic<grpc::StatusCode> cancel_code_{grpc::StatusCode::OK};
+};
+
+}  // namespace
+
 template <class Req, class Resp, class Prepare>
 grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
                                                grpc::CallbackServerContext* context,
                                                const Req* request, Resp* response, Prepare prepare,
                                                bool secrets) {
-  // Calls that carry private keys, seeds or shared secrets get a reactor that wipes the messages
-  // when gRPC is done with them (wipe.h); Verify and Hash carry none.
-  grpc::ServerUnaryReactor* reactor =
-      secrets ? new WipingUnaryReactor(request, response) : context->DefaultReactor();
-  auto scope = std::make_unique<RequestScope>(ctx_, rpc);
-  scope->set_algorithm(AlgorithmLabel(request->algorithm()));
+  // Calls that carry private keys, seeds or shared secrets wipe their messages when gRPC is done
+  // with them (wipe.h); Verify and Hash carry none.
+  auto* reactor = new OpsReactor(ctx_, context, rpc, 1, request, response, secrets);
+  reactor->scope().set_algorithm(AlgorithmLabel(request->algorithm()));
   if (ctx_->draining.load()) {
-    scope->Done(kDraining.error_code());
-    reactor->Finish(kDraining);
+    reactor->FinishWith(kDraining);
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
-  auto st = std::make_unique<OpState>();
-  absl::Status s = prepare(ctx_, caller, *request, response, st.get());
+  OpState* st = reactor->op(0);
+  absl::Status s = prepare(ctx_, caller, *request, response, st);
   if (!s.ok()) {
-    grpc::Status g = ToGrpc(s);
-    scope->Done(g.error_code());
-    reactor->Finish(g);
+    reactor->FinishWith(ToGrpc(s));
     return reactor;
   }
-  OpState* raw = st.release();
-  raw->done = [reactor, raw, scope = std::move(scope)](absl::Status status) {
-    grpc::Status g = ToGrpc(status);
-    scope->Done(g.error_code());
-    delete raw;  // `done` was moved out of *raw before this call
-    reactor->Finish(g);
-  };
-  raw->Submit(context->deadline());
+  st->done = [reactor](absl::Status status) { reactor->FinishWith(ToGrpc(status)); };
+  st->Submit(context->deadline());
   return reactor;
 }
 
@@ -89,65 +138,64 @@ grpc::ServerUnaryReactor* CryptoService::Hash(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* context,
                                                const pqc::v1::BatchRequest* request,
                                                pqc::v1::BatchResponse* response) {
-  grpc::ServerUnaryReactor* reactor = new WipingUnaryReactor(request, response);
-  auto scope = std::make_shared<RequestScope>(ctx_, "Batch");
-  scope->set_algorithm("mixed");
+  const int n = request->operations_size();
+  const bool too_many = static_cast<uint32_t>(n) > ctx_->config->max_batch_items;
+  auto* reactor = new OpsReactor(ctx_, context, "Batch", too_many ? 0 : static_cast<size_t>(n),
+                                 request, response, /*secrets=*/true);
+  reactor->scope().set_algorithm("mixed");
   if (ctx_->draining.load()) {
-    scope->Done(kDraining.error_code());
-    reactor->Finish(kDraining);
+    reactor->FinishWith(kDraining);
     return reactor;
   }
-  const int n = request->operations_size();
-  if (static_cast<uint32_t>(n) > ctx_->config->max_batch_items) {
-    grpc::Status g(grpc::StatusCode::INVALID_ARGUMENT,
-                   absl::StrCat("operations: at most ", ctx_->config->max_batch_items,
-                                " per Batch (--max-batch-items), got ", n));
-    scope->Done(g.error_code());
-    reactor->Finish(g);
+  if (too_many) {
+    reactor->FinishWith(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                     absl::StrCat("operations: at most ", ctx_->config->max_batch_items,
+                                  " per Batch (--max-batch-items), got ", n)));
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
-  for (int i = 0; i < n; ++i) response->add_results();
+  auto* results = response->mutable_results();
+  results->Reserve(n);
+  for (int i = 0; i < n; ++i) results->Add();
 
-  // remaining = submitted ops + 1 guard released after the loop.
-  struct BatchCall {
+  // remaining = submitted ops + 1 guard released after the submit loop, so that the call cannot
+  // finish while items are still being submitted.
+  struct Counter {
     std::atomic<int> remaining{1};
-    std::shared_ptr<RequestScope> scope;
-    grpc::ServerUnaryReactor* reactor;
+    OpsReactor* reactor;
     void Release() {
       if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        scope->Done(grpc::StatusCode::OK);
-        auto* r = reactor;
+        OpsReactor* r = reactor;
         delete this;
-        r->Finish(grpc::Status::OK);
+        r->FinishWith(grpc::Status::OK);
       }
     }
   };
-  auto* call = new BatchCall;
-  call->scope = scope;
-  call->reactor = reactor;
-  std::vector<OpState*> ready;
-  ready.reserve(n);
+  auto* counter = new Counter;
+  counter->reactor = reactor;
+  int ready = 0;
   for (int i = 0; i < n; ++i) {
     pqc::v1::OperationResult* result = response->mutable_results(i);
-    auto st = std::make_unique<OpState>();
-    absl::Status s = PrepareOperation(ctx_, caller, request->operations(i), result, st.get());
+    OpState* st = reactor->op(static_cast<size_t>(i));
+    absl::Status s = PrepareOperation(ctx_, caller, request->operations(i), result, st);
     if (!s.ok()) {
       SetResultStatus(result, s);
       continue;
     }
-    OpState* raw = st.release();
-    raw->done = [raw, result, call](absl::Status status) {
+    st->done = [result, counter](absl::Status status) {
       SetResultStatus(result, status);
-      delete raw;
-      call->Release();
+      counter->Release();
     };
-    ready.push_back(raw);
+    ++ready;
   }
-  call->remaining.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
+  counter->remaining.fetch_add(ready, std::memory_order_relaxed);
   const auto deadline = context->deadline();
-  for (OpState* st : ready) st->Submit(deadline);
-  call->Release();
+  for (size_t i = 0; i < reactor->n_ops(); ++i) {
+    OpState* st = reactor->op(i);
+    if (st->done) st->Submit(deadline);
+  }
+  counter->Release();
   return reactor;
 }
 
@@ -258,6 +306,16 @@ grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* CryptoService::HashStream(
 }
 
 // ---- Stream ------------------------------------------------------------------------------------
+//
+// One reactor per Stream call. A received message (single form: one operation; packed form: up to
+// --max-batch-items) becomes one Chunk: the message itself, which owns the operations' input bytes,
+// and one Slot per operation with its engine job and its result. All of a message's jobs are
+// submitted from the read callback, so the engine sees them as one burst. An answer is written by
+// whichever thread holds the write token (the one that completed an item while no write was
+// outstanding, or the write callback): it borrows the done results into the reusable out_ message
+// without copying them, and one packed answer carries every packed item that is done. An item is
+// in flight from its read until its answer was written, so a client that does not read stops the
+// daemon reading from it after --max-stream-inflight items.
 
 namespace {
 
@@ -269,9 +327,12 @@ class StreamReactor final
         context_(context),
         scope_(ctx, "Stream"),
         caller_(IdentifyCaller(*context, ctx->identity_policy)),
-        max_inflight_(ctx->config->max_stream_inflight) {
+        max_inflight_(std::max<uint32_t>(ctx->config->max_stream_inflight, 1)),
+        max_items_(std::max<uint32_t>(ctx->config->max_batch_items, 1)),
+        max_answer_bytes_(ctx->config->max_message_bytes / 2) {
     scope_.set_algorithm("mixed");
     if (ctx_->draining.load()) {
+      finished_ = true;
       scope_.Done(kDraining.error_code());
       Finish(kDraining);
       return;
@@ -280,104 +341,280 @@ class StreamReactor final
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
+    if (!ok) {  // half-close by the client, or the call broke
       std::unique_lock<std::mutex> lock(mu_);
       reads_done_ = true;
       MaybeFinishLocked(lock);
       return;
     }
-    auto* item = new Item;
-    item->request.Swap(&request_);
-    item->response = std::make_unique<pqc::v1::StreamResponse>();
-    item->response->set_id(item->request.id());
-    pqc::v1::OperationResult* result = item->response->mutable_result();
-    absl::Status s;
-    if (ctx_->draining.load()) {
-      s = absl::UnavailableError("pqcd is draining (shutting down)");
-    } else {
-      s = PrepareOperation(ctx_, caller_, item->request.operation(), result, &item->op);
+    const int packed_items = request_.items_size();
+    if (static_cast<uint32_t>(packed_items) > max_items_) {
+      FailStream(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("items: at most ", max_items_,
+                       " operations per Stream message (--max-batch-items), got ", packed_items)));
+      WipeMessage(request_);
+      return;
+    }
+    auto* chunk = new Chunk;
+    chunk->request.Swap(&request_);
+    const pqc::v1::StreamRequest& req = chunk->request;
+    // A packed message that also sets `operation` gets one extra single-form slot for the error.
+    const bool stray_single = packed_items > 0 && req.has_operation();
+    chunk->n = packed_items > 0 ? static_cast<size_t>(packed_items) + (stray_single ? 1 : 0) : 1;
+    chunk->slots = std::make_unique<Slot[]>(chunk->n);
+    chunk->unwritten = chunk->n;
+
+    // Prepare every operation; the ones that fail validation are answered without the engine.
+    const bool draining = ctx_->draining.load();
+    std::vector<Slot*> failed;  // allocates only when an item fails
+    auto fail = [&](Slot* slot, const absl::Status& st) {
+      SetResultStatus(&slot->result, st);
+      failed.push_back(slot);
+    };
+    size_t nsubmit = 0;
+    for (size_t i = 0; i < chunk->n; ++i) {
+      Slot* slot = &chunk->slots[i];
+      slot->chunk = chunk;
+      const pqc::v1::Operation* op;
+      if (packed_items == 0) {
+        slot->id = req.id();
+        op = &req.operation();
+      } else if (i < static_cast<size_t>(packed_items)) {
+        slot->packed = true;
+        slot->id = req.items(static_cast<int>(i)).id();
+        op = &req.items(static_cast<int>(i)).operation();
+      } else {
+        slot->id = req.id();
+        fail(slot, absl::InvalidArgumentError(
+                       "operation: set either operation (single form) or items (packed form)"));
+        continue;
+      }
+      absl::Status st = draining ? absl::UnavailableError("pqcd is draining (shutting down)")
+                                 : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op);
+      if (!st.ok()) {
+        fail(slot, st);
+        continue;
+      }
+      slot->op.done = [this, slot](absl::Status status) {
+        SetResultStatus(&slot->result, status);
+        SlotsDone(&slot, 1);
+      };
+      ++nsubmit;
     }
     bool read_more;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++outstanding_;
-      read_more = outstanding_ < max_inflight_;
+      std::lock_guard<std::mutex> lock(mu_);
+      chunks_.push_back(chunk);
+      chunk->pos = std::prev(chunks_.end());
+      outstanding_ += chunk->n;
+      if (broken_) {  // cancelled meanwhile: let the engine drop these jobs too
+        for (size_t i = 0; i < chunk->n; ++i) chunk->slots[i].op.job.Cancel();
+      }
+      read_more = outstanding_ < max_inflight_ && !broken_;
       if (!read_more) read_paused_ = true;
     }
-    if (!s.ok()) {
-      SetResultStatus(result, s);
-      ItemDone(item);
-    } else {
-      item->op.done = [this, item](absl::Status status) {
-        SetResultStatus(item->response->mutable_result(), status);
-        ItemDone(item);
-      };
-      item->op.Submit(context_->deadline());
+    if (nsubmit > 0) {
+      // Once the last job is submitted the chunk may be answered and freed by another thread:
+      // read nothing of it after that.
+      const auto deadline = context_->deadline();
+      Slot* slots = chunk->slots.get();
+      const size_t n = chunk->n;
+      for (size_t i = 0; i < n && nsubmit > 0; ++i) {
+        if (!slots[i].op.done) continue;  // failed validation, answered below
+        --nsubmit;
+        slots[i].op.Submit(deadline);
+      }
     }
+    if (!failed.empty()) SlotsDone(failed.data(), failed.size());
     if (read_more) StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {
+    // This thread holds the write token: out_ and in_write_ are ours until we hand it on.
+    ReleaseWritten();
+    std::vector<Chunk*> to_free;
     std::unique_lock<std::mutex> lock(mu_);
-    WipeMessage(*writes_.front());  // serialized and sent: wipe secrets before freeing it
-    writes_.pop_front();
-    if (!ok) {
-      broken_ = true;
-      for (auto& unsent : writes_) WipeMessage(*unsent);
-      writes_.clear();
+    for (Slot* slot : in_write_) ForgetSlotLocked(slot, &to_free);
+    in_write_.clear();
+    if (!ok) BreakLocked(&to_free);
+    bool write = !broken_ && !ready_.empty();
+    if (write) {
+      BuildWriteLocked();
+    } else {
+      writing_ = false;
     }
-    if (!writes_.empty()) {
-      pqc::v1::StreamResponse* next = writes_.front().get();
-      lock.unlock();
-      StartWrite(next);
-      return;
-    }
-    writing_ = false;
-    MaybeFinishLocked(lock);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  struct Item {
-    pqc::v1::StreamRequest request;
-    std::unique_ptr<pqc::v1::StreamResponse> response;
-    OpState op;
-  };
-
-  // Completion of one item (any thread): queue its answer, resume reading if paused.
-  void ItemDone(Item* item) {
-    std::unique_ptr<pqc::v1::StreamResponse> response = std::move(item->response);
-    WipeMessage(item->request);  // may carry a private key
-    delete item;                 // op.done was moved out before this call
-    std::unique_lock<std::mutex> lock(mu_);
-    --outstanding_;
-    pqc::v1::StreamResponse* to_write = nullptr;
-    if (!broken_) {
-      writes_.push_back(std::move(response));
-      if (!writing_) {
-        writing_ = true;
-        to_write = writes_.front().get();
-      }
-    }
-    bool resume = read_paused_ && !reads_done_ && outstanding_ < max_inflight_;
-    if (resume) read_paused_ = false;
-    if (to_write == nullptr && !resume) {
-      MaybeFinishLocked(lock);
-      return;
-    }
-    lock.unlock();
-    if (to_write) StartWrite(to_write);
+    const bool resume = ResumeReadLocked();
+    if (!write) MaybeFinishLocked(lock);
+    if (lock.owns_lock()) lock.unlock();
+    FreeChunks(to_free);
+    if (write) StartWrite(&out_);
     if (resume) StartRead(&request_);
   }
 
-  void MaybeFinishLocked(std::unique_lock<std::mutex>& lock) {
-    if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return;
-    finished_ = true;
+  void OnCancel() override {
+    std::vector<Chunk*> to_free;
+    // gRPC cancels the call when its deadline passes too; the client then sees DEADLINE_EXCEEDED.
+    const bool expired = context_->deadline() <= std::chrono::system_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    cancel_code_ = expired ? grpc::StatusCode::DEADLINE_EXCEEDED : grpc::StatusCode::CANCELLED;
+    BreakLocked(&to_free);
     lock.unlock();
-    grpc::Status status =
-        broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken") : grpc::Status::OK;
-    scope_.Done(status.error_code());
+    FreeChunks(to_free);
+  }
+
+  void OnDone() override {
+    scope_.Done(final_code_);
+    delete this;
+  }
+
+ private:
+  struct Chunk;
+  struct Slot {
+    uint64_t id = 0;
+    bool packed = false;
+    Chunk* chunk = nullptr;
+    pqc::v1::OperationResult result;
+    OpState op;
+  };
+  struct Chunk {
+    pqc::v1::StreamRequest request;  // owns the inputs the jobs point at
+    std::unique_ptr<Slot[]> slots;
+    size_t n = 0;
+    size_t unwritten = 0;  // slots not yet written or dropped (mu_)
+    std::list<Chunk*>::iterator pos;
+  };
+
+  // Completion of items (any thread): queue their answers; take the write token if it is free.
+  void SlotsDone(Slot* const* slots, size_t n) {
+    std::vector<Chunk*> to_free;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_) {
+      for (size_t i = 0; i < n; ++i) ForgetSlotLocked(slots[i], &to_free);
+      const bool resume = ResumeReadLocked();
+      MaybeFinishLocked(lock);
+      if (lock.owns_lock()) lock.unlock();
+      FreeChunks(to_free);
+      if (resume) StartRead(&request_);
+      return;
+    }
+    ready_.insert(ready_.end(), slots, slots + n);
+    if (writing_) return;
+    writing_ = true;
+    BuildWriteLocked();
+    lock.unlock();
+    StartWrite(&out_);
+  }
+
+  // Moves the next answer from ready_ into out_ (the caller holds the write token): a single-form
+  // item alone, or every ready packed item up to max_items_ in one packed message. The results are
+  // borrowed, not copied; ReleaseWritten gives them back.
+  void BuildWriteLocked() {
+    Slot* first = ready_.front();
+    if (!first->packed) {
+      ready_.pop_front();
+      out_.set_id(first->id);
+      out_.unsafe_arena_set_allocated_result(&first->result);
+      in_write_.push_back(first);
+      return;
+    }
+    // Bounded by item count and by bytes (half the message limit), so that an answer never
+    // exceeds --max-message-bytes; the first item always goes.
+    auto* results = out_.mutable_results();
+    size_t bytes = 0;
+    for (auto it = ready_.begin(); it != ready_.end() && in_write_.size() < max_items_;) {
+      Slot* slot = *it;
+      if (!slot->packed) {
+        ++it;
+        continue;
+      }
+      bytes += slot->result.ByteSizeLong() + 16;
+      if (bytes > max_answer_bytes_ && !in_write_.empty()) break;
+      pqc::v1::StreamItemResult* r = results->Add();
+      r->set_id(slot->id);
+      r->unsafe_arena_set_allocated_result(&slot->result);
+      in_write_.push_back(slot);
+      it = ready_.erase(it);
+    }
+  }
+
+  // Takes the borrowed results back out of out_ (write token held) and wipes them: they may carry
+  // shared secrets and private keys, and gRPC has serialized them.
+  void ReleaseWritten() {
+    if (out_.has_result()) {
+      out_.unsafe_arena_release_result();
+      out_.clear_id();
+    }
+    for (pqc::v1::StreamItemResult& r : *out_.mutable_results()) r.unsafe_arena_release_result();
+    out_.mutable_results()->Clear();  // keeps the elements for the next answer
+    for (Slot* slot : in_write_) WipeMessage(slot->result);
+  }
+
+  // The slot's answer was written or will never be: it no longer counts as in flight.
+  void ForgetSlotLocked(Slot* slot, std::vector<Chunk*>* to_free) {
+    --outstanding_;
+    Chunk* chunk = slot->chunk;
+    if (--chunk->unwritten == 0) {
+      chunks_.erase(chunk->pos);
+      to_free->push_back(chunk);
+    }
+  }
+
+  // The call broke or was cancelled: no more answers; queued jobs are cancelled so that the engine
+  // drops them instead of computing answers nobody reads.
+  void BreakLocked(std::vector<Chunk*>* to_free) {
+    if (!broken_) {
+      broken_ = true;
+      for (Chunk* chunk : chunks_) {
+        for (size_t i = 0; i < chunk->n; ++i) chunk->slots[i].op.job.Cancel();
+      }
+    }
+    for (Slot* slot : ready_) {
+      WipeMessage(slot->result);
+      ForgetSlotLocked(slot, to_free);
+    }
+    ready_.clear();
+  }
+
+  void FailStream(grpc::Status status) {
+    std::vector<Chunk*> to_free;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!error_) error_.emplace(std::move(status));
+    reads_done_ = true;  // read no more; answer nothing more
+    BreakLocked(&to_free);
+    MaybeFinishLocked(lock);
+    if (lock.owns_lock()) lock.unlock();
+    FreeChunks(to_free);
+  }
+
+  bool ResumeReadLocked() {
+    if (read_paused_ && !reads_done_ && !broken_ && outstanding_ < max_inflight_) {
+      read_paused_ = false;
+      return true;
+    }
+    return false;
+  }
+
+  static void FreeChunks(const std::vector<Chunk*>& chunks) {
+    for (Chunk* chunk : chunks) {
+      WipeMessage(chunk->request);  // may carry private keys and seeds
+      delete chunk;
+    }
+  }
+
+  // Finishes once the client is done sending (or reading stopped) and no item is in flight.
+  void MaybeFinishLocked(std::unique_lock<std::mutex>& lock) {
+    if (finished_ || !(reads_done_ || (read_paused_ && broken_)) || outstanding_ > 0 || writing_) {
+      return;
+    }
+    finished_ = true;
+    grpc::Status status = error_ ? *error_
+                          : cancel_code_
+                              ? grpc::Status(*cancel_code_, "stream cancelled or expired")
+                          : broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken")
+                                    : grpc::Status::OK;
+    final_code_ = status.error_code();
+    lock.unlock();
     Finish(status);
   }
 
@@ -386,16 +623,24 @@ class StreamReactor final
   RequestScope scope_;
   const Caller caller_;
   const uint32_t max_inflight_;
-  pqc::v1::StreamRequest request_;
+  const uint32_t max_items_;
+  const size_t max_answer_bytes_;
+  pqc::v1::StreamRequest request_;  // the read buffer
+  pqc::v1::StreamResponse out_;     // the answer being written (write token)
+  std::vector<Slot*> in_write_;     // the slots whose results out_ borrows (write token)
+  grpc::StatusCode final_code_ = grpc::StatusCode::OK;
 
   std::mutex mu_;
-  std::deque<std::unique_ptr<pqc::v1::StreamResponse>> writes_;
-  bool writing_ = false;
+  std::list<Chunk*> chunks_;  // messages with items not yet written
+  std::deque<Slot*> ready_;   // done, answer not yet written
+  std::optional<grpc::Status> error_;
+  bool writing_ = false;  // the write token is taken
   bool reads_done_ = false;
   bool read_paused_ = false;
   bool broken_ = false;
+  std::optional<grpc::StatusCode> cancel_code_;  // set by OnCancel: what the client sees
   bool finished_ = false;
-  uint32_t outstanding_ = 0;
+  size_t outstanding_ = 0;
 };
 
 }  // namespace
