@@ -150,6 +150,15 @@ absl::Status Engine::Start() {
     workers_.push_back(std::make_unique<Worker>(*this, static_cast<int>(i), node, plan[i].cpu,
                                                 bind_mem ? topology_.nodes()[node].os_index : -1));
   }
+  if (options_.run_inline_when_idle) {
+    inline_busy_ = std::make_unique<std::atomic<bool>[]>(nodes_.size());
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      inline_busy_[n].store(false, std::memory_order_relaxed);
+      inline_runners_.push_back(
+          std::make_unique<Worker>(*this, -1 - static_cast<int>(n), static_cast<int>(n), -1,
+                                   bind_mem ? topology_.nodes()[n].os_index : -1));
+    }
+  }
   threads_.reserve(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) {
     Worker* w = workers_[i].get();
@@ -243,13 +252,47 @@ void Engine::Submit(Job* job) {
   }
 }
 
+void Engine::SubmitBurst(std::span<Job* const> jobs) {
+  if (jobs.empty()) return;
+  const int node = PickNode(*jobs[0]);
+  NodeState& ns = *nodes_[static_cast<size_t>(node)];
+  if (options_.run_inline_when_idle && jobs.size() >= options_.inline_min_burst &&
+      CurrentWorker() == nullptr && !stopping_.load(std::memory_order_acquire)) {
+    std::atomic<bool>& busy = inline_busy_[static_cast<size_t>(node)];
+    // A parked worker means an idle core; an empty queue means nobody queued before us.
+    if (ns.queue.sleepers() > 0 && ns.queue.SizeApprox() == 0 && !ns.queue.closed() &&
+        !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_seq_cst)) {
+      // Shutdown sets stopping_ and then waits for busy to clear: one of us sees the other.
+      if (!stopping_.load(std::memory_order_seq_cst)) {
+        inline_runners_[static_cast<size_t>(node)]->RunHere(jobs);
+        busy.store(false, std::memory_order_release);
+        return;
+      }
+      busy.store(false, std::memory_order_release);
+    }
+  }
+  // Admitted as a whole or refused as a whole: a burst is one request's work (a Batch, a packed
+  // Stream message), and half of it answered "queue full" helps no caller. The check is racy
+  // against other producers; a push that still fails refuses that job alone.
+  if (ns.queue.SizeApprox() + jobs.size() > ns.queue.capacity() && !ns.queue.closed()) {
+    ns.rejected_full.fetch_add(jobs.size(), std::memory_order_relaxed);
+    for (Job* job : jobs) Complete(job, QueueFullStatus());
+    return;
+  }
+  for (Job* job : jobs) Submit(job);
+}
+
 void Engine::Shutdown(ShutdownMode mode) {
   std::lock_guard<std::mutex> lock(shutdown_mu_);
   if (shut_down_.load(std::memory_order_acquire)) return;
   if (mode == ShutdownMode::kAbort) abort_.store(true, std::memory_order_relaxed);
   for (auto& n : nodes_) n->queue.Close();
-  stopping_.store(true, std::memory_order_release);
+  stopping_.store(true, std::memory_order_seq_cst);
   for (auto& n : nodes_) n->queue.WakeAll();
+  // Bursts running on submitting threads finish before the runners can go away.
+  for (size_t n = 0; n < inline_runners_.size(); ++n) {
+    while (inline_busy_[n].load(std::memory_order_seq_cst)) std::this_thread::yield();
+  }
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -284,19 +327,26 @@ EngineStats Engine::GetStats() const {
     st.nodes.push_back(ns);
   }
   std::vector<OpStats> ops(kNumOperations * kMaxAlgorithms);
-  for (const auto& w : workers_) {
+  std::vector<const Worker*> all;
+  for (const auto& w : workers_) all.push_back(w.get());
+  for (const auto& w : inline_runners_) all.push_back(w.get());
+  for (const Worker* w : all) {
     const WorkerCounters& c = w->counters();
-    WorkerStats ws;
-    ws.id = w->info.id;
-    ws.node = w->info.node;
-    ws.cpu = w->info.cpu;
-    ws.pinned = w->info.pinned;
-    ws.jobs = c.jobs.load(R);
-    ws.batches = c.batches.load(R);
-    ws.stolen_jobs = c.stolen.load(R);
-    ws.busy_ns = c.busy_ns.load(R);
-    ws.parks = c.parks.load(R);
-    st.workers.push_back(ws);
+    if (w->info.id >= 0) {
+      WorkerStats ws;
+      ws.id = w->info.id;
+      ws.node = w->info.node;
+      ws.cpu = w->info.cpu;
+      ws.pinned = w->info.pinned;
+      ws.jobs = c.jobs.load(R);
+      ws.batches = c.batches.load(R);
+      ws.stolen_jobs = c.stolen.load(R);
+      ws.busy_ns = c.busy_ns.load(R);
+      ws.parks = c.parks.load(R);
+      st.workers.push_back(ws);
+    } else {
+      st.jobs_inline += c.jobs.load(R);
+    }
     st.jobs_done += c.done_ok.load(R);
     st.jobs_failed += c.failed.load(R);
     st.jobs_expired += c.expired.load(R);

@@ -82,6 +82,10 @@ class Worker {
   ~Worker();
   void Run(std::latch& start);
 
+  // Runs jobs on the calling thread through this worker's batcher, in bursts of at most
+  // max_batch (the inline runner of SubmitBurst; the caller holds it exclusively).
+  void RunHere(std::span<Job* const> jobs);
+
   WorkerInfo info;
   WorkerCounters& counters() { return *counters_; }
   const WorkerCounters& counters() const { return *counters_; }

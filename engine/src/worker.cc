@@ -162,6 +162,20 @@ void Worker::Run(std::latch& start) {
   tls_worker = nullptr;
 }
 
+void Worker::RunHere(std::span<Job* const> jobs) {
+  const size_t max = static_cast<size_t>(engine_.options_.max_batch);
+  for (size_t i = 0; i < jobs.size();) {
+    const size_t n = std::min(max, jobs.size() - i);
+    const Clock::time_point now = Clock::now();
+    for (size_t k = 0; k < n; ++k) {
+      burst_[k] = jobs[i + k];
+      burst_[k]->enqueue_time_ = now;
+    }
+    i += n;  // the jobs may be gone once processed
+    batcher_.Process(burst_, n, false);
+  }
+}
+
 void Batcher::Process(Job** jobs, size_t n, bool stolen) {
   const Clock::time_point t0 = Clock::now();
   const bool abort = engine_.abort_.load(std::memory_order_relaxed);

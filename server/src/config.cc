@@ -116,6 +116,12 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   add("max-stream-inflight", c.max_stream_inflight, "operations in flight per Stream call")
       ->check(CLI::Range(1u, 1u << 20));
   add("port-file", c.port_file, "write the selected TCP port to this file once listening");
+  add("inline-crypto", c.inline_crypto,
+      "run a request's crypto on the gRPC thread that received it while a worker is idle "
+      "(saves a thread hand-off per request)");
+  add("malloc-retain-mb", c.malloc_retain_mb,
+      "MiB of freed heap kept mapped for reuse (0: glibc's defaults)")
+      ->check(CLI::Range(0u, 4096u));
 
   try {
     app.parse(argc, argv);
@@ -185,6 +191,8 @@ std::string ConfigToJson(const Config& c) {
   j["max_batch_items"] = c.max_batch_items;
   j["max_stream_inflight"] = c.max_stream_inflight;
   j["port_file"] = c.port_file;
+  j["malloc_retain_mb"] = c.malloc_retain_mb;
+  j["inline_crypto"] = c.inline_crypto;
   return j.dump();
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
+#include "pqcd/engine/engine.h"
 #include "pqcd/kernels/hash.h"
 #include "pqcd/server/algorithms.h"
 #include "wipe.h"
@@ -98,7 +99,9 @@ grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
     return reactor;
   }
   st->done = [reactor](absl::Status status) { reactor->FinishWith(ToGrpc(status)); };
-  st->Submit(context->deadline());
+  st->Arm(context->deadline());
+  engine::Job* job = &st->job;
+  ctx_->engine->SubmitBurst(std::span<engine::Job* const>(&job, 1));
   return reactor;
 }
 
@@ -161,14 +164,26 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
 
   // remaining = submitted ops + 1 guard released after the submit loop, so that the call cannot
   // finish while items are still being submitted.
+  // A Batch is admitted to the engine as a whole or refused as a whole (Engine::SubmitBurst):
+  // when every submitted item was refused for a full queue, the call fails RESOURCE_EXHAUSTED.
   struct Counter {
     std::atomic<int> remaining{1};
+    std::atomic<int> queue_full{0};
+    int submitted = 0;
     OpsReactor* reactor;
     void Release() {
       if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         OpsReactor* r = reactor;
+        const bool refused = submitted > 0 && queue_full.load() == submitted;
+        const int n = submitted;
         delete this;
-        r->FinishWith(grpc::Status::OK);
+        r->FinishWith(refused ? grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                             absl::StrCat("engine queue full: no room for the "
+                                                          "Batch's ",
+                                                          n,
+                                                          " operations (--queue-capacity); "
+                                                          "retry later or send smaller Batches"))
+                              : grpc::Status::OK);
       }
     }
   };
@@ -184,16 +199,25 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
       continue;
     }
     st->done = [result, counter](absl::Status status) {
+      if (absl::IsResourceExhausted(status)) counter->queue_full.fetch_add(1);
       SetResultStatus(result, status);
       counter->Release();
     };
     ++ready;
   }
   counter->remaining.fetch_add(ready, std::memory_order_relaxed);
-  const auto deadline = context->deadline();
-  for (size_t i = 0; i < reactor->n_ops(); ++i) {
-    OpState* st = reactor->op(i);
-    if (st->done) st->Submit(deadline);
+  counter->submitted = ready;
+  if (ready > 0) {
+    const auto deadline = context->deadline();
+    std::vector<engine::Job*> jobs;
+    jobs.reserve(static_cast<size_t>(ready));
+    for (size_t i = 0; i < reactor->n_ops(); ++i) {
+      OpState* st = reactor->op(i);
+      if (!st->done) continue;  // failed validation
+      st->Arm(deadline);
+      jobs.push_back(&st->job);
+    }
+    ctx_->engine->SubmitBurst(jobs);
   }
   counter->Release();
   return reactor;
@@ -415,16 +439,17 @@ class StreamReactor final
       if (!read_more) read_paused_ = true;
     }
     if (nsubmit > 0) {
-      // Once the last job is submitted the chunk may be answered and freed by another thread:
-      // read nothing of it after that.
+      // One burst: the engine queues the message's jobs together or runs them on this thread.
+      // Once submitted, the chunk may be answered and freed by another thread.
       const auto deadline = context_->deadline();
-      Slot* slots = chunk->slots.get();
-      const size_t n = chunk->n;
-      for (size_t i = 0; i < n && nsubmit > 0; ++i) {
-        if (!slots[i].op.done) continue;  // failed validation, answered below
-        --nsubmit;
-        slots[i].op.Submit(deadline);
+      jobs_.clear();
+      for (size_t i = 0; i < chunk->n; ++i) {
+        Slot& slot = chunk->slots[i];
+        if (!slot.op.done) continue;  // failed validation, answered below
+        slot.op.Arm(deadline);
+        jobs_.push_back(&slot.op.job);
       }
+      ctx_->engine->SubmitBurst(jobs_);
     }
     if (!failed.empty()) SlotsDone(failed.data(), failed.size());
     if (read_more) StartRead(&request_);
@@ -626,6 +651,7 @@ class StreamReactor final
   const uint32_t max_items_;
   const size_t max_answer_bytes_;
   pqc::v1::StreamRequest request_;  // the read buffer
+  std::vector<engine::Job*> jobs_;  // the burst being submitted (read side)
   pqc::v1::StreamResponse out_;     // the answer being written (write token)
   std::vector<Slot*> in_write_;     // the slots whose results out_ borrows (write token)
   grpc::StatusCode final_code_ = grpc::StatusCode::OK;

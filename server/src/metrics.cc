@@ -176,6 +176,18 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     job("unavailable", s.jobs_unavailable);
     out.push_back(std::move(jobs));
 
+    MetricFamily inl{"pqcd_jobs_inline_total",
+                     "Engine jobs run on the gRPC thread that received them while a worker was "
+                     "idle (--inline-crypto); also counted in pqcd_jobs_total",
+                     MetricType::Counter,
+                     {}};
+    {
+      ClientMetric c;
+      c.counter.value = static_cast<double>(s.jobs_inline);
+      inl.metric.push_back(c);
+    }
+    out.push_back(std::move(inl));
+
     MetricFamily batch{
         "pqcd_batch_size", "Jobs taken by a worker per burst", MetricType::Histogram, {}};
     {

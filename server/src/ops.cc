@@ -134,9 +134,13 @@ void OpState::Complete(absl::Status status) {
   d(status);
 }
 
-void OpState::Submit(std::chrono::system_clock::time_point deadline) {
+void OpState::Arm(std::chrono::system_clock::time_point deadline) {
   job.deadline = engine::SteadyDeadline(deadline);
   job.on_complete = [this](engine::Job&, absl::Status status) { Complete(std::move(status)); };
+}
+
+void OpState::Submit(std::chrono::system_clock::time_point deadline) {
+  Arm(deadline);
   ctx->engine->Submit(&job);
 }
 

@@ -41,7 +41,9 @@ struct OpState {
 
   // Engine completion -> post / store -> done.
   void Complete(absl::Status status);
-  // Sets job.on_complete and the deadline, then submits (or completes at once when draining).
+  // Sets job.on_complete and the deadline; the job is then ready for Engine::Submit/SubmitBurst.
+  void Arm(std::chrono::system_clock::time_point deadline);
+  // Arm, then Engine::Submit.
   void Submit(std::chrono::system_clock::time_point deadline);
 };
 

@@ -259,6 +259,66 @@ TEST(Engine, CancelledJobCompletesAsCancelled) {
   EXPECT_EQ(engine->GetStats().jobs_cancelled, 1u);
 }
 
+// SubmitBurst with run_inline_when_idle: a burst runs on the calling thread while the worker is
+// parked (and its statistics count), a burst below inline_min_burst is queued, and without the
+// option everything is queued.
+TEST(Engine, SubmitBurstRunsInlineOnlyWhileTheWorkerIsParked) {
+  for (const bool inline_on : {true, false}) {
+    EngineOptions o;
+    o.workers = 1;
+    o.run_inline_when_idle = inline_on;
+    o.inline_min_burst = 2;
+    o.spin_before_park = std::chrono::microseconds(1);
+    auto engine = MakeEngine(o);
+    ASSERT_NE(engine, nullptr);
+    // Let the worker park.
+    for (int i = 0; i < 2000 && engine->GetStats().workers[0].parks == 0; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_GT(engine->GetStats().workers[0].parks, 0u);
+    std::this_thread::sleep_for(5ms);
+
+    std::vector<std::unique_ptr<SimpleJob>> jobs;
+    std::vector<Job*> burst;
+    for (int i = 0; i < 40; ++i) {  // more than max_batch: run in several bursts
+      auto sj = std::make_unique<SimpleJob>();
+      Arm(*sj, Operation::kHash);
+      sj->job.SetHash(HashAlgorithm::kSha3_256);
+      sj->in[0] = static_cast<uint8_t>(i);
+      burst.push_back(&sj->job);
+      jobs.push_back(std::move(sj));
+    }
+    jobs[7]->job.Cancel();
+    engine->SubmitBurst(burst);
+    for (auto& sj : jobs) {
+      WaitDone(*sj);
+      EXPECT_EQ(sj->completions.load(), 1);
+      EXPECT_EQ(sj->on_worker.load(), !inline_on);
+    }
+    EXPECT_TRUE(absl::IsCancelled(jobs[7]->status));
+    uint8_t want[32];
+    for (int i = 0; i < 40; ++i) {
+      if (i == 7) continue;
+      ASSERT_TRUE(jobs[i]->status.ok()) << jobs[i]->status;
+      ASSERT_TRUE(kernels::Hash(HashAlgorithm::kSha3_256, jobs[i]->in, want).ok());
+      EXPECT_EQ(std::memcmp(want, jobs[i]->out.data(), 32), 0) << i;
+    }
+    // One job alone is queued either way (the worker may group it with others).
+    SimpleJob single;
+    Arm(single);
+    Job* one = &single.job;
+    engine->SubmitBurst(std::span<Job* const>(&one, 1));
+    WaitDone(single);
+    EXPECT_TRUE(single.on_worker.load());
+
+    engine->Shutdown();
+    const EngineStats st = engine->GetStats();
+    EXPECT_EQ(st.jobs_inline, inline_on ? 40u : 0u);
+    EXPECT_EQ(st.jobs_done, 40u);
+    EXPECT_EQ(st.jobs_cancelled, 1u);
+  }
+}
+
 TEST(Engine, HashResultsAndKernelErrors) {
   auto engine = MakeEngine(EngineOptions{});
   SimpleJob good, bad_size, shake, kem;

@@ -81,6 +81,16 @@ struct EngineOptions {
   bool work_stealing = true;
   size_t steal_min_backlog = 0;
 
+  // SubmitBurst may run a burst on the submitting thread instead of queuing it: when that thread
+  // is not a worker, the node's queue is empty and one of the node's workers is parked (so its
+  // core has nothing to do), at most one submitting thread per node at a time. It saves the
+  // queue hand-off: a futex wake and two context switches per burst, which cost more than an
+  // ML-KEM decapsulation on a virtual machine. Deadlines, cancellation, statistics and the
+  // exactly-once completion are the same as on a worker.
+  bool run_inline_when_idle = false;
+  // ... and only bursts of at least this many jobs: a smaller one is queued, where the worker can
+  // group it with other requests' jobs to fill the kernels' SIMD lanes.
+  size_t inline_min_burst = 2;
   // KEM/DSA execution; nullptr: such jobs complete as UNIMPLEMENTED. Set it to
   // pqcd::engine::PqcKernelExecutor() (library pqcd_engine_pqc).
   KernelExecutor pqc_executor = nullptr;
@@ -117,6 +127,11 @@ class Engine {
   // full, shutting down) is completed before Submit returns, on the calling thread.
   void Submit(Job* job);
 
+  // Submit for several jobs (a Batch, a packed Stream message), all on one node: runs them all on
+  // the calling thread before returning (EngineOptions::run_inline_when_idle), or queues them
+  // all, or, when the node's queue has no room for all of them, completes them all at once with
+  // RESOURCE_EXHAUSTED. Thread-safe; may be called from a completion (it then queues).
+  void SubmitBurst(std::span<Job* const> jobs);
   // Stops accepting (later Submits complete as UNAVAILABLE), finishes what is queued per `mode`,
   // joins the workers. Idempotent; must not be called from a completion.
   void Shutdown(ShutdownMode mode = ShutdownMode::kDrain);
@@ -145,6 +160,10 @@ class Engine {
   std::vector<int> active_nodes_;  // nodes with at least one worker
   std::vector<int> cpu_to_active_node_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  // Per node: the runner SubmitBurst uses on a submitting thread (never started as a thread),
+  // and whether a thread holds it.
+  std::vector<std::unique_ptr<Worker>> inline_runners_;
+  std::unique_ptr<std::atomic<bool>[]> inline_busy_;
   std::vector<std::thread> threads_;
   std::vector<int> io_cpus_;
   std::vector<int> real_cpus_;  // this process's affinity at Create

@@ -67,6 +67,7 @@ struct EngineStats {
   uint64_t jobs_cancelled = 0;
   uint64_t jobs_rejected = 0;     // queue full
   uint64_t jobs_unavailable = 0;  // shutting down (at Submit, or queued during an aborting stop)
+  uint64_t jobs_inline = 0;       // run by SubmitBurst on the submitting thread (in the above too)
 };
 
 }  // namespace pqcd::engine

@@ -36,7 +36,13 @@ struct Config {
   uint32_t max_stream_inflight =
       1024;               // per Stream call: operations in flight before pausing reads
   std::string port_file;  // the selected TCP port is written here
-  int io_threads = 0;     // reserved for future use (gRPC sizes its own pool)
+  // Freed heap memory glibc keeps mapped instead of returning it to the kernel (M_TRIM_THRESHOLD;
+  // also the M_MMAP_THRESHOLD cap): without it every large message buffer costs fresh page faults.
+  uint32_t malloc_retain_mb = 64;
+  // Run a request's jobs on the gRPC thread that received it when a worker of its node is idle
+  // (engine::EngineOptions::run_inline_when_idle) instead of handing them to that worker.
+  bool inline_crypto = true;
+  int io_threads = 0;  // reserved for future use (gRPC sizes its own pool)
 };
 
 // Parses argv (and the environment, and --config). On --help/--version prints and returns
