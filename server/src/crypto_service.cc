@@ -229,8 +229,9 @@ namespace {
 
 class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStreamRequest> {
  public:
-  HashStreamReactor(ServiceContext* ctx, pqc::v1::HashResponse* response)
-      : ctx_(ctx), response_(response), scope_(ctx, "HashStream") {
+  HashStreamReactor(ServiceContext* ctx, grpc::CallbackServerContext* context,
+                    pqc::v1::HashResponse* response)
+      : ctx_(ctx), context_(context), response_(response), scope_(ctx, "HashStream") {
     if (ctx_->draining.load()) {
       FinishWith(kDraining);
       return;
@@ -240,6 +241,10 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client finished sending (or the call broke)
+      if (cancel_code_.load() != grpc::StatusCode::OK) {
+        FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "HashStream cancelled"));
+        return;
+      }
       if (!hasher_) {
         FinishWith(
             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -255,7 +260,16 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       });
       return;
     }
+    if (request_.data().size() > ctx_->config->max_field_bytes) {
+      FinishWith(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       absl::StrCat("data: at most ", ctx_->config->max_field_bytes,
+                                    " bytes per HashStream message (--max-field-bytes), got ",
+                                    request_.data().size())));
+      return;
+    }
     if (!hasher_) {
+      scope_.set_algorithm(AlgorithmLabel(request_.algorithm()));
       auto info = LookupAlgorithm(request_.algorithm());
       if (!info || info->family != Family::kHash) {
         FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -290,6 +304,14 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                               "algorithm: must not change within a HashStream"));
       return;
+    } else if (request_.output_length() != 0 && request_.output_length() != out_len_) {
+      // Like the algorithm, the output length is fixed by the first message; a later message
+      // may repeat it or leave it 0.
+      FinishWith(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("output_length: must not change within a HashStream (", out_len_,
+                       " from the first message, got ", request_.output_length(), ")")));
+      return;
     }
     chunk_.clear();
     chunk_.swap(*request_.mutable_data());
@@ -298,23 +320,40 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       return;
     }
     ctx_->aux->Post([this] {
-      hasher_->Update(
-          kernels::Bytes(reinterpret_cast<const uint8_t*>(chunk_.data()), chunk_.size()));
+      if (cancel_code_.load() == grpc::StatusCode::OK) {  // nobody waits for a cancelled digest
+        hasher_->Update(
+            kernels::Bytes(reinterpret_cast<const uint8_t*>(chunk_.data()), chunk_.size()));
+      }
       StartRead(&request_);
     });
   }
 
-  void OnDone() override { delete this; }
+  // Cancelled or expired (gRPC cancels at the deadline): no more updates, and the request is
+  // recorded with what the client got.
+  void OnCancel() override {
+    cancel_code_.store(context_->deadline() <= std::chrono::system_clock::now()
+                           ? grpc::StatusCode::DEADLINE_EXCEEDED
+                           : grpc::StatusCode::CANCELLED);
+  }
+
+  void OnDone() override {
+    const grpc::StatusCode cancelled = cancel_code_.load();
+    scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
+    delete this;
+  }
 
  private:
   void FinishWith(const grpc::Status& status) {
-    scope_.Done(status.error_code());
+    finish_code_ = status.error_code();
     Finish(status);
   }
 
   ServiceContext* ctx_;
+  grpc::CallbackServerContext* context_;
   pqc::v1::HashResponse* response_;
   RequestScope scope_;
+  grpc::StatusCode finish_code_ = grpc::StatusCode::OK;
+  std::atomic<grpc::StatusCode> cancel_code_{grpc::StatusCode::OK};
   pqc::v1::HashStreamRequest request_;
   std::string chunk_;
   int algorithm_ = 0;
@@ -325,8 +364,8 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
 }  // namespace
 
 grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* CryptoService::HashStream(
-    grpc::CallbackServerContext* /*context*/, pqc::v1::HashResponse* response) {
-  return new HashStreamReactor(ctx_, response);
+    grpc::CallbackServerContext* context, pqc::v1::HashResponse* response) {
+  return new HashStreamReactor(ctx_, context, response);
 }
 
 // ---- Stream ------------------------------------------------------------------------------------
