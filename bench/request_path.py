@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The request path beside its references (issue 11): pqcd, the no-crypto gRPC floor server
+(bench/grpc_floor) and the engine in-process, measured in the same minutes.
+
+Each server runs pinned to one CPU (--server-cpu, default 1; pqcd with --workers 1), pqc-load on
+another (--load-cpu, default 0). For every operation, transport and call style the runs of pqcd
+and the floor are interleaved, repeated --repeats times, and the medians are printed as a
+Markdown table: ops/s, server CPU µs per operation (from /proc/PID/stat via pqc-load
+--server-pid), context switches per request, and the load generator's CPU share. The ratios the
+issue's targets name follow the table. With --latency, open-loop runs at half of each style's
+median closed-loop rate report p50/p99 latency.
+
+    bench/request_path.py --build build --repeats 3 --duration 2 [--json out.json] [--latency]
+
+Nothing here asserts: it measures. Only loopback and Unix sockets are used, every run stops by
+itself.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+STYLES = [
+    ("unary", ["--style", "unary", "-c", "32"]),
+    ("batch64", ["--style", "batch", "--batch-size", "64", "-c", "4"]),
+    ("stream1", ["--style", "stream", "--pack", "1", "--inflight", "128", "-c", "2"]),
+    ("stream64", ["--style", "stream", "--pack", "64", "--inflight", "256", "-c", "2"]),
+    ("auto32", ["--style", "auto", "-c", "32"]),
+]
+OPS = ["ML-KEM-768:decaps=100", "ML-DSA-65:verify=100"]
+
+
+def wait_for(path, timeout=20.0, nonempty=True):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path) and (not nonempty or os.path.getsize(path) > 0):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Server:
+    def __init__(self, kind, build, cpu, tmp):
+        self.kind = kind
+        self.sock = os.path.join(tmp, kind + ".sock")
+        port_file = os.path.join(tmp, kind + ".port")
+        if kind == "pqcd":
+            cmd = [os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
+                   "127.0.0.1:0", "--port-file", port_file, "--unix", self.sock,
+                   "--metrics-listen", "none", "--log-level", "warn"]
+        else:
+            cmd = [os.path.join(build, "bench/grpc_floor"), "--listen", "127.0.0.1:0",
+                   "--unix", self.sock]
+        self.log = open(os.path.join(tmp, kind + ".log"), "w")
+        self.proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=subprocess.PIPE
+                                     if kind == "floor" else self.log, stderr=self.log, text=True)
+        if kind == "pqcd":
+            if not wait_for(port_file):
+                sys.exit("pqcd did not start; see " + self.log.name)
+            with open(port_file) as f:
+                self.port = int(f.readline())
+        else:
+            line = self.proc.stdout.readline()  # "grpc_floor: listening on 127.0.0.1:PORT ..."
+            self.port = int(line.split("127.0.0.1:")[1].split()[0].rstrip(","))
+        if not wait_for(self.sock, nonempty=False):
+            sys.exit(kind + " did not create its socket")
+
+    def target(self, transport):
+        return "unix:" + self.sock if transport == "unix" else "127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def load(build, cpu, args, duration):
+    cmd = ["taskset", "-c", str(cpu), os.path.join(build, "bench/pqc-load"), "--json", "-q",
+           "--duration", "%gs" % duration, "--warmup", "0.5s"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        print("pqc-load failed: %s\n%s" % (" ".join(cmd), out.stderr[-2000:]), file=sys.stderr)
+        return None
+    return json.loads(out.stdout)
+
+
+def med(rows, key):
+    vals = [r[key] for r in rows if r is not None and r.get(key) is not None]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build", help="CMake build directory")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
+    ap.add_argument("--server-cpu", type=int, default=1)
+    ap.add_argument("--load-cpu", type=int, default=0)
+    ap.add_argument("--transports", default="unix,tcp")
+    ap.add_argument("--ops", default=",".join(OPS), help="pqc-load --op values, ';'-separated")
+    ap.add_argument("--styles", default=",".join(s for s, _ in STYLES))
+    ap.add_argument("--latency", action="store_true", help="open-loop p99 at half the max rate")
+    ap.add_argument("--json", help="write every run here")
+    a = ap.parse_args()
+    ops = a.ops.split(";") if ";" in a.ops else a.ops.split(",")
+    styles = [(n, args) for n, args in STYLES if n in a.styles.split(",")]
+    transports = a.transports.split(",")
+
+    tmp = tempfile.mkdtemp(prefix="pqcd-rp-")
+    servers = {k: Server(k, a.build, a.server_cpu, tmp) for k in ("pqcd", "floor")}
+    runs = []
+    try:
+        for rep in range(a.repeats):
+            for op in ops:
+                r = load(a.build, "%d,%d" % (a.load_cpu, a.server_cpu),
+                         ["--in-process", "--workers", "1", "--op", op], a.duration)
+                runs.append({"rep": rep, "op": op, "server": "in-process", "transport": "-",
+                             "style": "in-process", "r": r})
+                for transport in transports:
+                    for name, sargs in styles:
+                        for kind in ("pqcd", "floor"):
+                            s = servers[kind]
+                            r = load(a.build, a.load_cpu,
+                                     ["--targets", s.target(transport), "--op", op,
+                                      "--server-pid", str(s.proc.pid)] + sargs, a.duration)
+                            runs.append({"rep": rep, "op": op, "server": kind,
+                                         "transport": transport, "style": name, "r": r})
+            print("repeat %d of %d done" % (rep + 1, a.repeats), file=sys.stderr)
+
+        def pick(op, server, transport, style):
+            return [x["r"] for x in runs if x["op"] == op and x["server"] == server and
+                    x["transport"] == transport and x["style"] == style]
+
+        latency = []
+        if a.latency:
+            for op in ops:
+                for transport in transports:
+                    for name, sargs in styles:
+                        rate = med(pick(op, "pqcd", transport, name), "ops_per_second") / 2
+                        if not rate == rate or rate <= 0:
+                            continue
+                        # Open loop: one operation per call/item at the given rate.
+                        oargs = [x for x in sargs]
+                        if "-c" in oargs:
+                            i = oargs.index("-c")
+                            del oargs[i:i + 2]
+                        r = load(a.build, a.load_cpu,
+                                 ["--targets", servers["pqcd"].target(transport), "--op", op,
+                                  "--rate", "%d" % rate] + oargs, a.duration)
+                        latency.append((op, transport, name, rate, r))
+    finally:
+        for s in servers.values():
+            s.stop()
+
+    print("| op | transport | style | pqcd ops/s | pqcd CPU µs/op | floor CPU µs/op | "
+          "pqcd / (floor + in-process) | pqcd / in-process | ctx sw/req | load CPU share |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for op in ops:
+        inproc = pick(op, "in-process", "-", "in-process")
+        ip_cpu = med(inproc, "server_cpu_us_per_op")
+        ip_ops = med(inproc, "ops_per_second")
+        print("| %s | - | in-process | %.0f | %.2f | | | 1.00 | | |" % (op.split("=")[0], ip_ops,
+                                                                      ip_cpu))
+        for transport in transports:
+            for name, _ in styles:
+                p = pick(op, "pqcd", transport, name)
+                f = pick(op, "floor", transport, name)
+                pc, fc = med(p, "server_cpu_us_per_op"), med(f, "server_cpu_us_per_op")
+                print("| %s | %s | %s | %.0f (%.0f%%) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                    op.split("=")[0], transport, name, med(p, "ops_per_second"),
+                    100 * med(p, "ops_per_second") / ip_ops, pc, fc, pc / (fc + ip_cpu),
+                    pc / ip_cpu, med(p, "server_ctx_switches_per_request"),
+                    med(p, "client_cpu_share")))
+    if latency:
+        print("\n| op | transport | style | open-loop rate | p50 µs | p99 µs | errors |")
+        print("|---|---|---|---:|---:|---:|---:|")
+        for op, transport, name, rate, r in latency:
+            if r is None:
+                continue
+            lat = r.get("latency_us", {})
+            print("| %s | %s | %s | %.0f | %.0f | %.0f | %d |" % (
+                op.split("=")[0], transport, name, rate, lat.get("p50", float("nan")),
+                lat.get("p99", float("nan")), r.get("error_total", 0)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"runs": runs, "latency": [list(x) for x in latency]}, f)
+
+
+if __name__ == "__main__":
+    main()
