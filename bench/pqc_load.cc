@@ -4,31 +4,43 @@
 //            --concurrency 64 --duration 10s --warmup 2s [--style unary|batch|stream] [--json]
 //   pqc-load --rate 20000 ...            open loop (latency measured from the intended send time)
 //   pqc-load --in-process --workers 4    the same mix straight through the engine (no gRPC)
+//   pqc-load --style auto -c 32          one call per operation through the batching client
+//   pqc-load --server-pid PID ...        the daemon's CPU and context switches per operation
 //
 // Every latency is recorded in a log-bucketed histogram (no sampling). A progress line per second
 // goes to stderr; the report goes to stdout (text, or JSON with --json).
+#include <netdb.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dirent.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
 
-#include "spdlog/sinks/stdout_color_sinks.h"
-#include "spdlog/spdlog.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "pqcd/client/client.h"
 #include "pqcd/client/histogram.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 
 #ifdef PQCD_LOAD_WITH_ENGINE
 #include "pqcd/engine/engine.h"
@@ -106,9 +118,11 @@ class Backend {
   virtual void Run(Operation op, Callback<Result> done) = 0;
   virtual void RunBatch(std::vector<Operation> ops, Callback<BatchResults> done) = 0;
   virtual bool SupportsStream() const { return false; }
-  virtual absl::StatusOr<std::unique_ptr<Stream>> OpenStream(size_t) {
+  virtual absl::StatusOr<std::unique_ptr<Stream>> OpenStream(size_t /*inflight*/, size_t /*pack*/) {
     return absl::UnimplementedError("no streams");
   }
+  // Messages of the batching client's shared streams (style auto), when there are any.
+  virtual std::optional<StreamStats> BatchingStats() const { return std::nullopt; }
   virtual json Extra() { return json::object(); }
 
   absl::StatusOr<Result> RunSync(Operation op) {
@@ -128,8 +142,15 @@ class GrpcBackend final : public Backend {
     client_->BatchAsync(std::move(ops), std::move(done));
   }
   bool SupportsStream() const override { return true; }
-  absl::StatusOr<std::unique_ptr<Stream>> OpenStream(size_t inflight) override {
-    return client_->OpenStream({.max_inflight = inflight});
+  absl::StatusOr<std::unique_ptr<Stream>> OpenStream(size_t inflight, size_t pack) override {
+    StreamOptions o;
+    o.max_inflight = inflight;
+    if (pack > 0) o.max_pack = pack;
+    return client_->OpenStream(o);
+  }
+  std::optional<StreamStats> BatchingStats() const override {
+    if (!client_->options().batching.enabled) return std::nullopt;
+    return client_->batching_stats();
   }
   Client& client() { return *client_; }
 
@@ -496,12 +517,15 @@ struct Config {
   std::string style = "unary";
   int batch_size = 8;
   int inflight = 16;
+  int pack = 0;  // operations per Stream message (stream, auto); 0: the client's default
   int channels = 0;
   size_t payload = 64;
   bool json = false, quiet = false, in_process = false;
   int workers = 0;
   double timeout_s = 30;
   uint64_t max_outstanding = 100000;
+  std::vector<int> server_pids;
+  std::string server_metrics;
 };
 
 absl::StatusOr<double> ParseSeconds(const std::string& s) {
@@ -518,11 +542,264 @@ absl::StatusOr<double> ParseSeconds(const std::string& s) {
   return absl::InvalidArgumentError("bad duration '" + s + "' (use 10, 10s, 500ms, 2m)");
 }
 
+// ---- Cost accounting: CPU and context switches of the daemon and of pqc-load -------------------
+// utime + stime of a whole process (all its threads, exited ones included), seconds.
+std::optional<double> ProcCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(close + 1));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  if (!fields) return std::nullopt;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Voluntary + non-voluntary context switches, summed over the process's live threads:
+// /proc/PID/status alone counts only the main thread (threads that exited are not counted).
+std::optional<uint64_t> ProcContextSwitches(int pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  uint64_t total = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/status");
+    for (std::string line; std::getline(in, line);) {
+      for (const char* key : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+        if (line.rfind(key, 0) == 0) total += std::stoull(line.substr(std::strlen(key)));
+      }
+    }
+  }
+  closedir(d);
+  return total;
+}
+
+// GET of a plain-HTTP URL (http://host:port/path), HTTP/1.0 so that the body ends at close.
+absl::StatusOr<std::string> HttpGet(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) return absl::InvalidArgumentError("'" + url + "' is not http://");
+  std::string rest = url.substr(scheme.size());
+  const size_t slash = rest.find('/');
+  const std::string path = slash == std::string::npos ? "/" : rest.substr(slash);
+  std::string hostport = rest.substr(0, slash);
+  std::string host = hostport, port = "80";
+  if (const size_t colon = hostport.rfind(':');
+      colon != std::string::npos && hostport.find(']', colon) == std::string::npos) {
+    host = hostport.substr(0, colon);
+    port = hostport.substr(colon + 1);
+  }
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return absl::UnavailableError("cannot resolve '" + host + "': " + gai_strerror(rc));
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    timeval tv{2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return absl::UnavailableError("cannot connect to " + hostport);
+  const std::string req =
+      "GET " + path + " HTTP/1.0\r\nHost: " + hostport + "\r\nConnection: close\r\n\r\n";
+  size_t sent = 0;
+  while (sent < req.size()) {
+    const ssize_t n = write(fd, req.data() + sent, req.size() - sent);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string resp;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  const size_t header_end = resp.find("\r\n\r\n");
+  if (resp.rfind("HTTP/1.", 0) != 0 || header_end == std::string::npos) {
+    return absl::UnavailableError("no HTTP answer from " + url);
+  }
+  const std::string status_line = resp.substr(0, resp.find("\r\n"));
+  if (status_line.find(" 200") == std::string::npos) {
+    return absl::UnavailableError(url + " answered '" + status_line + "'");
+  }
+  return resp.substr(header_end + 4);
+}
+
+// process_cpu_seconds_total from a Prometheus text exposition.
+absl::StatusOr<double> ScrapeCpuSeconds(const std::string& url) {
+  auto body = HttpGet(url);
+  if (!body.ok()) return body.status();
+  std::istringstream in(*body);
+  const std::string name = "process_cpu_seconds_total";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != ' ' && next != '{') continue;
+    const size_t value_at =
+        line.find(' ', line.find('}') == std::string::npos ? 0 : line.find('}'));
+    if (value_at == std::string::npos) continue;
+    try {
+      return std::stod(line.substr(value_at + 1));
+    } catch (...) {
+      break;
+    }
+  }
+  return absl::NotFoundError(url + " has no process_cpu_seconds_total sample");
+}
+
+// One reading at the start or the end of the measured window.
+struct CostSample {
+  double client_cpu = 0;  // pqc-load's own user + system CPU, seconds
+  uint64_t client_ctx = 0;
+  std::optional<double> server_cpu;     // --server-pid (summed over the pids)
+  std::optional<uint64_t> server_ctx;   // --server-pid
+  std::optional<double> metrics_cpu;    // --server-metrics
+  std::optional<StreamStats> messages;  // Stream messages written/read by this process
+};
+
+class CostMeter {
+ public:
+  CostMeter(const Config& cfg, bool in_process) : cfg_(cfg), in_process_(in_process) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    cores_ = sched_getaffinity(0, sizeof set, &set) == 0
+                 ? CPU_COUNT(&set)
+                 : static_cast<int>(std::thread::hardware_concurrency());
+    cores_ = std::max(cores_, 1);
+  }
+
+  // Checks once, before the run, that every source can be read.
+  absl::Status Probe() const {
+    for (int pid : cfg_.server_pids) {
+      if (!ProcCpuSeconds(pid)) {
+        return absl::NotFoundError("cannot read /proc/" + std::to_string(pid) + "/stat");
+      }
+    }
+    if (!cfg_.server_metrics.empty()) return ScrapeCpuSeconds(cfg_.server_metrics).status();
+    return absl::OkStatus();
+  }
+
+  CostSample Take(const std::function<std::optional<StreamStats>()>& messages) const {
+    CostSample s;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    s.client_cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    s.client_ctx = static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw);
+    if (!cfg_.server_pids.empty()) {
+      double cpu = 0;
+      uint64_t ctx = 0;
+      bool ok = true;
+      for (int pid : cfg_.server_pids) {
+        auto c = ProcCpuSeconds(pid);
+        auto x = ProcContextSwitches(pid);
+        ok = ok && c && x;
+        if (c) cpu += *c;
+        if (x) ctx += *x;
+      }
+      if (ok) {
+        s.server_cpu = cpu;
+        s.server_ctx = ctx;
+      }
+    }
+    if (!cfg_.server_metrics.empty()) {
+      auto m = ScrapeCpuSeconds(cfg_.server_metrics);
+      if (m.ok()) s.metrics_cpu = *m;
+    }
+    if (messages) s.messages = messages();
+    return s;
+  }
+
+  // The cost keys of the report. In-process, pqc-load is the server: its own CPU is reported as
+  // the server's, so that one jq expression compares the two modes.
+  json Report(const CostSample& a, const CostSample& b, double wall_s, uint64_t requests,
+              uint64_t ops) const {
+    auto per = [](std::optional<double> total, uint64_t n) -> json {
+      if (!total || n == 0) return nullptr;
+      return *total / static_cast<double>(n);
+    };
+    const double client_cpu = b.client_cpu - a.client_cpu;
+    std::optional<double> server_cpu;
+    std::optional<double> server_ctx;
+    std::string source;
+    if (in_process_) {
+      server_cpu = client_cpu;
+      server_ctx = static_cast<double>(b.client_ctx - a.client_ctx);
+      source = "self (in-process)";
+    } else if (a.server_cpu && b.server_cpu) {
+      server_cpu = *b.server_cpu - *a.server_cpu;
+      server_ctx = static_cast<double>(*b.server_ctx - *a.server_ctx);
+      source = "/proc";
+      for (int pid : cfg_.server_pids) source += " " + std::to_string(pid);
+    } else if (a.metrics_cpu && b.metrics_cpu) {
+      server_cpu = *b.metrics_cpu - *a.metrics_cpu;
+      source = cfg_.server_metrics;
+    }
+    json j;
+    j["server_cpu_seconds"] = server_cpu ? json(*server_cpu) : json(nullptr);
+    j["server_cpu_us_per_op"] =
+        per(server_cpu ? std::optional(*server_cpu * 1e6) : std::nullopt, ops);
+    j["server_cpu_us_per_request"] =
+        per(server_cpu ? std::optional(*server_cpu * 1e6) : std::nullopt, requests);
+    j["server_ctx_switches_per_request"] = per(server_ctx, requests);
+    j["server_ctx_switches"] = server_ctx ? json(*server_ctx) : json(nullptr);
+    j["server_cpu_source"] = source.empty() ? json(nullptr) : json(source);
+    if (a.metrics_cpu && b.metrics_cpu && !source.empty() && source != cfg_.server_metrics) {
+      j["server_metrics_cpu_seconds"] = *b.metrics_cpu - *a.metrics_cpu;
+    }
+    j["client_cpu_seconds"] = client_cpu;
+    j["client_cores"] = cores_;
+    j["client_cpu_share"] = wall_s > 0 ? client_cpu / (wall_s * cores_) : 0.0;
+    if (a.messages && b.messages) {
+      const uint64_t sent = b.messages->messages_sent - a.messages->messages_sent;
+      const uint64_t received = b.messages->messages_received - a.messages->messages_received;
+      const uint64_t op_sent = b.messages->operations_sent - a.messages->operations_sent;
+      j["stream_messages_sent"] = sent;
+      j["stream_messages_received"] = received;
+      j["stream_ops_per_message_sent"] = sent ? static_cast<double>(op_sent) / sent : 0.0;
+      j["server_cpu_us_per_message"] =
+          per(server_cpu ? std::optional(*server_cpu * 1e6) : std::nullopt, sent);
+    }
+    return j;
+  }
+
+ private:
+  const Config& cfg_;
+  const bool in_process_;
+  int cores_ = 1;
+};
+
 class Runner {
  public:
-  Runner(const Config& cfg, Backend& backend, std::vector<MixEntry> mix,
+  Runner(const Config& cfg, Backend& backend, const CostMeter& meter, std::vector<MixEntry> mix,
          std::vector<Fixture> fixtures)
-      : cfg_(cfg), backend_(backend), mix_(std::move(mix)), fixtures_(std::move(fixtures)) {
+      : cfg_(cfg),
+        backend_(backend),
+        meter_(meter),
+        mix_(std::move(mix)),
+        fixtures_(std::move(fixtures)) {
     double sum = 0;
     for (const auto& e : mix_) sum += e.weight;
     double acc = 0;
@@ -538,6 +815,20 @@ class Runner {
     measure_from_ = start_ + ToDur(warmup_s);
     end_ = cfg_.requests > 0 ? Clock::time_point::max() : measure_from_ + ToDur(duration_s);
     std::thread progress([&] { Progress(); });
+    // Cost readings at both ends of the measured window: its start, and the end of the duration
+    // (or, with --requests, the end of the run).
+    std::thread sampler([&] {
+      std::this_thread::sleep_until(measure_from_);
+      cost_start_ = meter_.Take([this] { return Messages(); });
+      std::unique_lock lock(mu_);
+      if (end_ == Clock::time_point::max()) {
+        cv_.wait(lock, [&] { return run_over_; });
+      } else {
+        cv_.wait_until(lock, end_, [&] { return run_over_; });
+      }
+      lock.unlock();
+      cost_end_ = meter_.Take([this] { return Messages(); });
+    });
     if (cfg_.rate > 0) {
       OpenLoop();
     } else {
@@ -546,7 +837,10 @@ class Runner {
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return outstanding_ == 0; });
+      run_over_ = true;
+      cv_.notify_all();
     }
+    sampler.join();
     measure_end_ = std::min(Clock::now(), end_);
     if (cfg_.requests > 0) measure_end_ = last_completion_.load();
     finished_ = true;
@@ -598,12 +892,32 @@ class Runner {
     }
     if (cfg_.style == "batch") j["batch_size"] = cfg_.batch_size;
     if (cfg_.style == "stream") j["inflight"] = cfg_.inflight;
+    if (cfg_.style == "stream" || cfg_.style == "auto") {
+      j["pack"] = cfg_.pack > 0 ? json(cfg_.pack) : json("default");
+    }
+    j.update(meter_.Report(cost_start_, cost_end_, secs, reqs, ops));
     if (mode == "grpc") j["targets"] = cfg_.targets;
     j.update(backend_.Extra());
     return j;
   }
 
  private:
+  // Messages written and read so far: the streams' (style stream) or the batching client's.
+  std::optional<StreamStats> Messages() {
+    if (cfg_.style == "auto") return backend_.BatchingStats();
+    if (cfg_.style != "stream") return std::nullopt;
+    StreamStats total;
+    std::lock_guard lock(streams_mu_);
+    for (const auto& st : streams_) {
+      const StreamStats s = st->stats();
+      total.messages_sent += s.messages_sent;
+      total.operations_sent += s.operations_sent;
+      total.messages_received += s.messages_received;
+      total.results_received += s.results_received;
+    }
+    return total;
+  }
+
   static Clock::duration ToDur(double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   }
@@ -713,13 +1027,15 @@ class Runner {
     for (int u = 0; u < cfg_.concurrency; ++u) {
       Stream* s = nullptr;
       if (stream) {
-        auto st = backend_.OpenStream(static_cast<size_t>(cfg_.inflight));
+        auto st =
+            backend_.OpenStream(static_cast<size_t>(cfg_.inflight), static_cast<size_t>(cfg_.pack));
         if (!st.ok()) {
           std::cerr << "pqc-load: cannot open a stream: " << st.status() << '\n';
           continue;
         }
+        s = st->get();
+        std::lock_guard lock(streams_mu_);
         streams_.push_back(*std::move(st));
-        s = streams_.back().get();
       }
       users_[u].rng.store(1000 + static_cast<uint64_t>(u));
       for (int slot = 0; slot < slots_per_user; ++slot) Loop(u, s);
@@ -737,7 +1053,9 @@ class Runner {
     const bool stream = cfg_.style == "stream" && backend_.SupportsStream();
     if (stream) {
       for (int u = 0; u < std::max(1, cfg_.concurrency); ++u) {
-        auto st = backend_.OpenStream(static_cast<size_t>(std::max(cfg_.inflight, 1)));
+        auto st = backend_.OpenStream(static_cast<size_t>(std::max(cfg_.inflight, 1)),
+                                      static_cast<size_t>(cfg_.pack));
+        std::lock_guard lock(streams_mu_);
         if (st.ok()) streams_.push_back(*std::move(st));
       }
     }
@@ -788,6 +1106,10 @@ class Runner {
 
   const Config& cfg_;
   Backend& backend_;
+  const CostMeter& meter_;
+  CostSample cost_start_, cost_end_;
+  bool run_over_ = false;  // guarded by mu_
+  std::mutex streams_mu_;  // streams_ grows while the sampler may read it
   std::vector<MixEntry> mix_;
   std::vector<Fixture> fixtures_;
   std::vector<double> cumulative_;
@@ -828,6 +1150,30 @@ void PrintText(const json& j) {
     std::printf("  %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   }
   std::printf("\n");
+  if (j.contains("stream_messages_sent")) {
+    std::printf("  messages:     %llu sent (%.2f ops each), %llu received\n",
+                static_cast<unsigned long long>(j["stream_messages_sent"].get<uint64_t>()),
+                j["stream_ops_per_message_sent"].get<double>(),
+                static_cast<unsigned long long>(j["stream_messages_received"].get<uint64_t>()));
+  }
+  if (!j["server_cpu_seconds"].is_null()) {
+    auto num = [&](const char* key) {
+      return j[key].is_null() ? std::nan("") : j[key].get<double>();
+    };
+    std::printf("  server cost:  %.2f us CPU/op, %.2f us CPU/request", num("server_cpu_us_per_op"),
+                num("server_cpu_us_per_request"));
+    if (j.contains("server_cpu_us_per_message") && !j["server_cpu_us_per_message"].is_null()) {
+      std::printf(", %.2f us CPU/message", num("server_cpu_us_per_message"));
+    }
+    if (!j["server_ctx_switches_per_request"].is_null()) {
+      std::printf(", %.3f context switches/request", num("server_ctx_switches_per_request"));
+    }
+    std::printf("  (%.3f s CPU, %s)\n", num("server_cpu_seconds"),
+                j["server_cpu_source"].get<std::string>().c_str());
+  }
+  std::printf("  client cost:  %.3f s CPU, %.1f%% of %d core(s)\n",
+              j["client_cpu_seconds"].get<double>(), 100 * j["client_cpu_share"].get<double>(),
+              j["client_cores"].get<int>());
   if (j.contains("engine_mean_batch")) {
     std::printf("  engine:       %zu workers, mean batch %.2f\n", j["engine_workers"].get<size_t>(),
                 j["engine_mean_batch"].get<double>());
@@ -858,7 +1204,8 @@ int main(int argc, char** argv) {
                  "operation mix ALG:OP[=WEIGHT],... OP: keygen encaps decaps sign verify hash")
       ->capture_default_str();
   app.add_option("--concurrency,-c", cfg.concurrency,
-                 "closed loop: requests (streams with --style stream) in flight")
+                 "closed loop: requests in flight (streams with --style stream; calls, each one "
+                 "operation, with --style auto)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--rate,-r", cfg.rate, "open loop: requests per second (0: closed loop)");
@@ -866,8 +1213,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--requests,-n", cfg.requests, "measured requests instead of a duration");
   app.add_option("--warmup,-w", cfg.warmup, "warm-up time, not measured")->capture_default_str();
-  app.add_option("--style", cfg.style, "call style")
-      ->check(CLI::IsMember({"unary", "batch", "stream"}))
+  app.add_option("--style", cfg.style,
+                 "call style: unary (an RPC per operation), batch (Batch RPCs of --batch-size), "
+                 "stream (Streams of --inflight operations, packed --pack to a message), auto "
+                 "(an async call per operation through the batching client, which packs the "
+                 "calls in flight onto a shared Stream)")
+      ->check(CLI::IsMember({"unary", "batch", "stream", "auto"}))
       ->capture_default_str();
   app.add_option("--batch-size", cfg.batch_size, "operations per Batch call")
       ->check(CLI::Range(1, 10000))
@@ -875,7 +1226,24 @@ int main(int argc, char** argv) {
   app.add_option("--inflight", cfg.inflight, "operations in flight per stream")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("--channels", cfg.channels, "gRPC channels (connections per daemon); 0: auto");
+  app.add_option("--pack", cfg.pack,
+                 "stream and auto: operations per Stream message at most (1: one operation per "
+                 "message, the single form; 0: the client library's default, 64); must not "
+                 "exceed the daemon's --max-batch-items")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--server-pid", cfg.server_pids,
+                 "daemon process id (repeatable, or comma-separated: summed): its CPU time "
+                 "(/proc/PID/stat utime+stime) and context switches (/proc/PID/task/*/status) "
+                 "over the measured window, reported per operation and per request")
+      ->delimiter(',');
+  app.add_option("--server-metrics", cfg.server_metrics,
+                 "instead of --server-pid: a Prometheus URL (http://127.0.0.1:9464/metrics) whose "
+                 "process_cpu_seconds_total gives the daemon's CPU over the measured window (no "
+                 "context switches)");
+  app.add_option("--channels", cfg.channels,
+                 "gRPC channels (connections per daemon); 0: auto (auto style: 1, and one shared "
+                 "stream per channel)");
   app.add_option("--payload-bytes", cfg.payload, "message size for sign/verify/hash")
       ->capture_default_str();
   app.add_option("--timeout", cfg.timeout_s, "deadline of each call, seconds")
@@ -902,6 +1270,12 @@ int main(int argc, char** argv) {
       std::cerr << "pqc-load: " << s.message() << '\n';
       return 2;
     }
+  }
+
+  const CostMeter meter(cfg, cfg.in_process);
+  if (absl::Status s = meter.Probe(); !s.ok()) {
+    std::cerr << "pqc-load: cost accounting: " << s.message() << '\n';
+    return 2;
   }
 
   std::unique_ptr<Backend> backend;
@@ -932,7 +1306,14 @@ int main(int argc, char** argv) {
     o.tls.key_file = cfg.key;
     o.tls.server_name = cfg.server_name;
     o.default_timeout = absl::Seconds(cfg.timeout_s);
-    o.channels = cfg.channels > 0 ? cfg.channels : std::clamp(cfg.concurrency / 16, 1, 8);
+    if (cfg.style == "auto") {
+      // One shared stream packs best; more channels (--channels) mean more shared streams.
+      o.batching.enabled = true;
+      if (cfg.pack > 0) o.batching.max_pack = static_cast<size_t>(cfg.pack);
+      o.channels = std::max(cfg.channels, 1);
+    } else {
+      o.channels = cfg.channels > 0 ? cfg.channels : std::clamp(cfg.concurrency / 16, 1, 8);
+    }
     auto c = Client::Create(std::move(o));
     if (!c.ok()) {
       std::cerr << "pqc-load: " << c.status() << '\n';
@@ -952,7 +1333,7 @@ int main(int argc, char** argv) {
     std::cerr << "pqc-load: " << fixtures.status() << '\n';
     return 3;
   }
-  Runner runner(cfg, *backend, *mix, *std::move(fixtures));
+  Runner runner(cfg, *backend, meter, *mix, *std::move(fixtures));
   runner.Run(*duration, *warmup);
   const json report = runner.Report(mode);
   if (cfg.json) {

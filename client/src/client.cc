@@ -22,9 +22,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "batcher.h"
 #include "convert.h"
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqc/v1/keys.grpc.pb.h"
+#include "stream_wire.h"
 
 namespace pqcd::client {
 
@@ -96,6 +98,59 @@ absl::StatusOr<std::pair<int, std::string>> ResolveHostPort(absl::string_view ta
 absl::Duration Clamp(absl::Duration d, absl::Duration fallback) {
   if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) return fallback;
   return d;
+}
+
+// One operation as the Stream's Operation message.
+pqc::v1::Operation OperationProto(const KeyGenOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_keygen());
+  return p;
+}
+pqc::v1::Operation OperationProto(const EncapsOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_encaps());
+  return p;
+}
+pqc::v1::Operation OperationProto(const DecapsOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_decaps());
+  return p;
+}
+pqc::v1::Operation OperationProto(const SignOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_sign());
+  return p;
+}
+pqc::v1::Operation OperationProto(const VerifyOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_verify());
+  return p;
+}
+pqc::v1::Operation OperationProto(const HashOp& op) {
+  pqc::v1::Operation p;
+  ToProto(op, p.mutable_hash());
+  return p;
+}
+pqc::v1::Operation OperationProto(const Operation& op) {
+  pqc::v1::Operation p;
+  ToProto(op, &p);
+  return p;
+}
+
+// Operations larger than this skip the batching client's shared stream and go as unary calls:
+// packing saves nothing on them, and one message over the daemon's size limit would fail the
+// shared stream and every call on it.
+constexpr size_t kMaxBatchedOperationBytes = 64 << 10;
+bool Batchable(const pqc::v1::Operation& op) {
+  return op.ByteSizeLong() <= kMaxBatchedOperationBytes;
+}
+
+// The typed result of a batched call (the daemon answers each operation with its own kind).
+template <class T>
+absl::StatusOr<T> Narrow(absl::StatusOr<Result> r) {
+  if (!r.ok()) return r.status();
+  if (T* v = std::get_if<T>(&*r)) return std::move(*v);
+  return absl::InternalError("the daemon answered with the result of another kind of operation");
 }
 
 // grpc.health.v1 messages, encoded by hand (two fields) so that no health.proto is linked in.
@@ -210,6 +265,31 @@ struct Client::Impl {
   std::string target;
   std::vector<Channel> channels;
   std::atomic<uint64_t> next_channel{0};
+  // Set when options.batching.enabled. Declared last: destroyed (its streams ended) before the
+  // channels it uses.
+  std::unique_ptr<internal::Batcher> batcher;
+
+  // Whether a sync call may go through the batching client: small enough, and not made inside a
+  // callback of the batching client's answers (waiting there could wait for reactions gRPC runs
+  // on this very thread once the callback returns; such a call goes unary instead).
+  bool MayWaitForBatched(const pqc::v1::Operation& op) const {
+    return Batchable(op) && !internal::Batcher::DeliveringOnThisThread();
+  }
+
+  // A batched call, waited for.
+  absl::StatusOr<Result> RunBatched(pqc::v1::Operation op, const CallOptions& call) {
+    absl::Notification finished;
+    absl::StatusOr<Result> out = absl::UnknownError("not run");
+    batcher->Submit(
+        std::move(op),
+        [&](absl::StatusOr<Result> r) {
+          out = std::move(r);
+          finished.Notify();
+        },
+        call);
+    finished.WaitForNotification();
+    return out;
+  }
 
   Channel& Pick() {
     return channels[next_channel.fetch_add(1, std::memory_order_relaxed) % channels.size()];
@@ -384,12 +464,33 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     impl->channels.push_back(std::move(ch));
   }
   impl->options = std::move(options);
+  if (impl->options.batching.enabled) {
+    Impl* raw = impl.get();
+    internal::BatcherEnv env;
+    env.channels = static_cast<int>(raw->channels.size());
+    env.stub = [raw](int i) { return raw->channels[static_cast<size_t>(i)].crypto.get(); };
+    env.never_sent = [raw](const grpc::Status& s, const grpc::ClientContext& ctx) {
+      return raw->NeverSent(s, ctx);
+    };
+    env.max_attempts = raw->options.max_attempts;
+    env.initial_backoff = raw->options.initial_backoff;
+    env.max_backoff = raw->options.max_backoff;
+    env.default_timeout = raw->options.default_timeout;
+    raw->batcher = std::make_unique<internal::Batcher>(raw->options.batching, std::move(env));
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 // ---- Crypto, sync ---------------------------------------------------------------------------
 #define PQCD_SYNC_UNARY(Method, Op, ReqT, RespT, RetT)                                     \
   absl::StatusOr<RetT> Client::Method(const Op& op, const CallOptions& call) {             \
+    if (impl_->batcher) {                                                                  \
+      pqc::v1::Operation p = OperationProto(op);                                           \
+      if (impl_->MayWaitForBatched(p)) {                                                   \
+        return Narrow<RetT>(impl_->RunBatched(std::move(p), call));                        \
+      }                                                                                    \
+      internal::WipeOperation(&p);                                                         \
+    }                                                                                      \
     pqc::v1::ReqT req;                                                                     \
     ToProto(op, &req);                                                                     \
     pqc::v1::RespT resp;                                                                   \
@@ -523,6 +624,11 @@ BatchResults Client::RunPipelined(const std::vector<Operation>& ops, const Pipel
 }
 
 absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call) {
+  if (impl_->batcher) {
+    pqc::v1::Operation p = OperationProto(op);
+    if (impl_->MayWaitForBatched(p)) return impl_->RunBatched(std::move(p), call);
+    internal::WipeOperation(&p);
+  }
   return std::visit(
       [&](const auto& o) -> absl::StatusOr<Result> {
         using T = std::decay_t<decltype(o)>;
@@ -550,6 +656,19 @@ absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call)
 // ---- Crypto, async --------------------------------------------------------------------------
 #define PQCD_ASYNC_UNARY(Method, Op, ReqT, RespT, RetT)                             \
   void Client::Method##Async(Op op, Callback<RetT> done, const CallOptions& call) { \
+    if (impl_->batcher) {                                                           \
+      pqc::v1::Operation p = OperationProto(op);                                    \
+      if (Batchable(p)) {                                                           \
+        impl_->batcher->Submit(                                                     \
+            std::move(p),                                                           \
+            [done = std::move(done)](absl::StatusOr<Result> r) mutable {            \
+              done(Narrow<RetT>(std::move(r)));                                     \
+            },                                                                      \
+            call);                                                                  \
+        return;                                                                     \
+      }                                                                             \
+      internal::WipeOperation(&p);                                                  \
+    }                                                                               \
     pqc::v1::ReqT req;                                                              \
     ToProto(op, &req);                                                              \
     impl_->UnaryAsync<pqc::v1::ReqT, pqc::v1::RespT>(                               \
@@ -602,6 +721,14 @@ void Client::BatchAsync(std::vector<Operation> ops, Callback<BatchResults> done,
 }
 
 void Client::RunAsync(Operation op, Callback<Result> done, const CallOptions& call) {
+  if (impl_->batcher) {
+    pqc::v1::Operation p = OperationProto(op);
+    if (Batchable(p)) {
+      impl_->batcher->Submit(std::move(p), std::move(done), call);
+      return;
+    }
+    internal::WipeOperation(&p);
+  }
   auto wrap = [](Callback<Result> d) {
     return [d = std::move(d)](auto r) mutable {
       if (!r.ok()) {
@@ -686,8 +813,13 @@ class StreamImpl final
     : public Stream,
       public grpc::ClientBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
  public:
-  explicit StreamImpl(size_t max_inflight) : max_inflight_(std::max<size_t>(max_inflight, 1)) {}
-  ~StreamImpl() override { (void)Finish(); }
+  explicit StreamImpl(const StreamOptions& options)
+      : max_inflight_(std::max<size_t>(options.max_inflight, 1)),
+        max_pack_(std::max<size_t>(options.max_pack, 1)) {}
+  ~StreamImpl() override {
+    (void)Finish();
+    for (Queued& q : queue_) internal::WipeOperation(&q.op);
+  }
 
   grpc::ClientContext ctx;
 
@@ -698,25 +830,20 @@ class StreamImpl final
   }
 
   absl::Status Submit(Operation op, Callback<Result> done) override {
-    pqc::v1::StreamRequest req;
-    ToProto(op, req.mutable_operation());
+    Queued q;
+    ToProto(op, &q.op);
+    q.bytes = q.op.ByteSizeLong();
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return pending_.size() < max_inflight_ || !Open(); });
     if (!Open()) {
+      internal::WipeOperation(&q.op);
       if (done_ && !final_.ok()) return FromGrpc(final_);
       return absl::FailedPreconditionError("the stream is finished or closing");
     }
-    const uint64_t id = next_id_++;
-    req.set_id(id);
-    pending_.emplace(id, std::move(done));
-    if (writing_) {
-      queue_.push_back(std::move(req));
-      return absl::OkStatus();
-    }
-    writing_ = true;
-    current_ = std::move(req);
-    lock.unlock();
-    StartWrite(&current_);
+    q.id = next_id_++;
+    pending_.emplace(q.id, std::move(done));
+    queue_.push_back(std::move(q));
+    StartNextLocked(lock);
     return absl::OkStatus();
   }
 
@@ -724,12 +851,8 @@ class StreamImpl final
     std::unique_lock lock(mu_);
     if (!finish_requested_) {
       finish_requested_ = true;
-      if (!writing_ && !hold_released_ && !writes_done_started_) {
-        writes_done_started_ = true;
-        lock.unlock();
-        StartWritesDone();
-        lock.lock();
-      }
+      cv_.notify_all();  // a Submit waiting for room fails now
+      if (StartNextLocked(lock)) lock.lock();
     }
     cv_.wait(lock, [&] { return done_; });
     return FromGrpc(final_);
@@ -740,27 +863,25 @@ class StreamImpl final
     return pending_.size();
   }
 
+  StreamStats stats() const override {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
   void OnWriteDone(bool ok) override {
     std::unique_lock lock(mu_);
-    if (ok && !read_closed_ && !queue_.empty()) {
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      StartWrite(&current_);
-      return;
-    }
-    queue_.clear();
-    if (ok && !read_closed_ && finish_requested_ && !writes_done_started_) {
-      writes_done_started_ = true;
-      lock.unlock();
-      StartWritesDone();
-      return;
-    }
     writing_ = false;
-    if (!ok || read_closed_) {
-      write_failed_ = !ok;
-      ReleaseHoldLocked(lock);
+    internal::WipeRequest(&current_);
+    current_.Clear();
+    if (ok && !read_closed_) {
+      StartNextLocked(lock);
+      return;
     }
+    // Broken, or the daemon ended the call: nothing more is written; OnDone fails what is pending.
+    write_failed_ = !ok;
+    for (Queued& q : queue_) internal::WipeOperation(&q.op);
+    queue_.clear();
+    ReleaseHoldLocked(lock);
   }
 
   void OnWritesDoneDone(bool) override {
@@ -770,26 +891,54 @@ class StreamImpl final
   }
 
   void OnReadDone(bool ok) override {
-    if (ok) {
-      Callback<Result> cb;
-      {
-        std::lock_guard lock(mu_);
-        auto it = pending_.find(read_msg_.id());
-        if (it != pending_.end()) {
-          cb = std::move(it->second);
-          pending_.erase(it);
-          cv_.notify_all();
-        }
-      }
-      if (cb) cb(FromProto(std::move(*read_msg_.mutable_result())));
-      read_msg_.Clear();
-      StartRead(&read_msg_);
+    if (!ok) {
+      std::unique_lock lock(mu_);
+      read_closed_ = true;
+      cv_.notify_all();
+      if (!writing_) ReleaseHoldLocked(lock);
       return;
     }
+    // The message moves out of the read buffer and the next read starts before the callbacks run,
+    // so that reading goes on meanwhile; the callbacks of two messages may then run at once.
+    pqc::v1::StreamResponse msg;
+    msg.Swap(&read_msg_);
+    std::vector<std::pair<Callback<Result>, pqc::v1::OperationResult*>> answered;
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.messages_received;
+      pqc::v1::StreamRequest rejected;
+      if (pack_.Inspect(msg, &rejected)) {
+        // A daemon without packing rejected a packed message whole (nothing in it ran): its
+        // operations go back to the front of the queue and leave one per message from now on.
+        std::deque<Queued> back;
+        for (auto& item : *rejected.mutable_items()) {
+          back.emplace_back();
+          back.back().id = item.id();
+          back.back().op.Swap(item.mutable_operation());
+          back.back().bytes = back.back().op.ByteSizeLong();
+        }
+        queue_.insert(queue_.begin(), std::make_move_iterator(back.begin()),
+                      std::make_move_iterator(back.end()));
+      } else {
+        internal::ForEachResult(msg, [&](uint64_t id, pqc::v1::OperationResult& r) {
+          ++stats_.results_received;
+          auto it = pending_.find(id);
+          if (it == pending_.end()) return;
+          answered.emplace_back(std::move(it->second), &r);
+          pending_.erase(it);
+        });
+        if (!answered.empty()) cv_.notify_all();
+      }
+      // Writes wait until the callbacks below have run, so that what they submit leaves together.
+      ++delivering_;
+    }
+    StartRead(&read_msg_);
+    for (auto& [cb, r] : answered) cb(FromProto(std::move(*r)));
+    answered.clear();
+    internal::WipeResponse(&msg);
     std::unique_lock lock(mu_);
-    read_closed_ = true;
-    cv_.notify_all();
-    if (!writing_) ReleaseHoldLocked(lock);
+    --delivering_;
+    StartNextLocked(lock);
   }
 
   void OnDone(const grpc::Status& s) override {
@@ -809,7 +958,53 @@ class StreamImpl final
   }
 
  private:
+  struct Queued {
+    uint64_t id = 0;
+    pqc::v1::Operation op;
+    size_t bytes = 0;
+  };
+  // A message stops growing at this size (unless it holds one operation), well below the daemon's
+  // --max-message-bytes: a message over it fails the stream.
+  static constexpr size_t kMaxPackBytes = 1 << 20;
+
   bool Open() const { return !done_ && !read_closed_ && !hold_released_ && !finish_requested_; }
+
+  // Starts the next write when none is outstanding: every queued operation (up to max_pack) in one
+  // message, else the half-close once Finish asked for it. Returns true (with the lock released)
+  // when it started something.
+  bool StartNextLocked(std::unique_lock<std::mutex>& lock) {
+    if (writing_ || delivering_ > 0 || hold_released_ || read_closed_ || write_failed_) {
+      return false;
+    }
+    if (!queue_.empty()) {
+      const size_t max_pack = pack_.packing_allowed() ? max_pack_ : 1;
+      size_t bytes = 0;
+      for (size_t n = 0; n < max_pack && !queue_.empty(); ++n) {
+        if (n > 0 && bytes + queue_.front().bytes > kMaxPackBytes) break;
+        bytes += queue_.front().bytes;
+        internal::AppendOperation(&current_, queue_.front().id, &queue_.front().op);
+        queue_.pop_front();
+      }
+      pack_.Sending(current_);
+      // Counted when handed to gRPC (an answer may arrive before OnWriteDone runs).
+      ++stats_.messages_sent;
+      stats_.operations_sent += static_cast<uint64_t>(internal::OperationCount(current_));
+      writing_ = true;
+      lock.unlock();
+      StartWrite(&current_);
+      return true;
+    }
+    // The half-close waits while packed messages await the daemon's verdict: an old daemon's
+    // rejection means writing their operations again.
+    if (finish_requested_ && !writes_done_started_ && !pack_.awaiting_verdict()) {
+      writes_done_started_ = true;
+      writing_ = true;
+      lock.unlock();
+      StartWritesDone();
+      return true;
+    }
+    return false;
+  }
 
   void ReleaseHoldLocked(std::unique_lock<std::mutex>& lock) {
     if (hold_released_) return;
@@ -820,14 +1015,18 @@ class StreamImpl final
   }
 
   const size_t max_inflight_;
+  const size_t max_pack_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<uint64_t, Callback<Result>> pending_;
-  std::deque<pqc::v1::StreamRequest> queue_;
+  std::deque<Queued> queue_;
   pqc::v1::StreamRequest current_;
   pqc::v1::StreamResponse read_msg_;
+  internal::PackSupport pack_;
+  StreamStats stats_;
   uint64_t next_id_ = 1;
   bool writing_ = false;
+  int delivering_ = 0;  // answer messages whose callbacks are running
   bool finish_requested_ = false;
   bool writes_done_started_ = false;
   bool hold_released_ = false;
@@ -840,13 +1039,17 @@ class StreamImpl final
 
 absl::StatusOr<std::unique_ptr<Stream>> Client::OpenStream(const StreamOptions& options,
                                                            const CallOptions& call) {
-  auto s = std::make_unique<StreamImpl>(options.max_inflight);
+  auto s = std::make_unique<StreamImpl>(options);
   s->ctx.set_deadline(
       absl::ToChronoTime(absl::Now() + Clamp(call.timeout, impl_->options.default_stream_timeout)));
   s->ctx.set_wait_for_ready(call.wait_for_ready);
   impl_->Pick().crypto->async()->Stream(&s->ctx, s.get());
   s->Begin();
   return std::unique_ptr<Stream>(std::move(s));
+}
+
+StreamStats Client::batching_stats() const {
+  return impl_->batcher ? impl_->batcher->stats() : StreamStats{};
 }
 
 // ---- Keys -----------------------------------------------------------------------------------

@@ -2,11 +2,17 @@
 // Unix socket), using the server tests' daemon fixture.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "daemon_fixture.h"
 #include "pqcd/client/client.h"
@@ -231,6 +237,267 @@ TEST(DaemonFleet, RoundRobinReachesEveryDaemon) {
   EXPECT_GT(nb, 0) << "metrics of daemon b";
 }
 
+// ---- The batching client and Stream packing against the real daemon -------------------------
+// Deterministic operations and their answers, computed once through plain unary calls.
+struct Reference {
+  std::string kem_dk, kem_ct, kem_ss, dsa_pk, dsa_sig;
+  std::vector<std::string> data, digests;
+
+  static Reference Make(Client& c) {
+    Reference r;
+    auto kem = c.KeyGen({Algorithm::kMlKem768, std::string(64, '\x11'), false, {}, {}});
+    EXPECT_TRUE(kem.ok()) << kem.status();
+    auto en = c.Encaps({Algorithm::kMlKem768, Key::Raw(kem->public_key)});
+    EXPECT_TRUE(en.ok()) << en.status();
+    r.kem_dk = kem->private_key;
+    r.kem_ct = en->ciphertext;
+    r.kem_ss = en->shared_secret;
+    auto dsa = c.KeyGen({Algorithm::kMlDsa44, std::string(32, '\x22'), false, {}, {}});
+    EXPECT_TRUE(dsa.ok()) << dsa.status();
+    r.dsa_pk = dsa->public_key;
+    SignOp s{
+        Algorithm::kMlDsa44, Key::Raw(dsa->private_key), "signed", "", true, PreHash::kNone, false};
+    auto sig = c.Sign(s);
+    EXPECT_TRUE(sig.ok()) << sig.status();
+    r.dsa_sig = sig->signature;
+    for (int i = 0; i < 16; ++i) {
+      r.data.push_back("data-" + std::to_string(i) + std::string(static_cast<size_t>(i * 7), 'x'));
+      auto h = c.Hash({Algorithm::kSha3_256, r.data.back(), 0});
+      EXPECT_TRUE(h.ok()) << h.status();
+      r.digests.push_back(h.ok() ? h->digest : "");
+    }
+    return r;
+  }
+
+  // Operation i of a deterministic mix, and whether `got` is its right answer.
+  Operation Op(int i) const {
+    switch (i % 4) {
+      case 0:
+        return DecapsOp{Algorithm::kMlKem768, Key::Raw(kem_dk), kem_ct};
+      case 1:
+      case 2: {
+        VerifyOp v;
+        v.algorithm = Algorithm::kMlDsa44;
+        v.key = Key::Raw(dsa_pk);
+        v.message = i % 4 == 1 ? "signed" : "forged";
+        v.signature = dsa_sig;
+        return v;
+      }
+      default:
+        return HashOp{Algorithm::kSha3_256, data[static_cast<size_t>(i) % data.size()], 0};
+    }
+  }
+  bool Right(int i, const absl::StatusOr<Result>& got) const {
+    if (!got.ok()) return false;
+    switch (i % 4) {
+      case 0:
+        return std::get<DecapsResult>(*got).shared_secret == kem_ss;
+      case 1:
+        return std::get<VerifyResult>(*got).valid;
+      case 2:
+        return !std::get<VerifyResult>(*got).valid;
+      default:
+        return std::get<HashResult>(*got).digest == digests[static_cast<size_t>(i) % data.size()];
+    }
+  }
+};
+
+std::unique_ptr<Client> ConnectWith(const std::string& target, bool batching,
+                                    BatchingOptions b = {}) {
+  ClientOptions o;
+  o.targets = {target};
+  o.batching = b;
+  o.batching.enabled = batching;
+  auto c = Client::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+// threads x calls operations of the reference mix, half sync and half async; returns the number of
+// wrong answers (each async call must complete exactly once).
+int RunMix(Client& c, const Reference& ref, int threads, int calls) {
+  std::atomic<int> wrong{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int async_left = 0;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < calls; ++i) {
+        const int k = t * calls + i;
+        if (i % 2 == 0) {
+          if (!ref.Right(k, c.Run(ref.Op(k)))) ++wrong;
+          continue;
+        }
+        {
+          std::lock_guard lock(mu);
+          ++async_left;
+        }
+        auto once = std::make_shared<std::atomic<int>>(0);
+        c.RunAsync(ref.Op(k), [&, k, once](absl::StatusOr<Result> r) {
+          if (once->fetch_add(1) != 0 || !ref.Right(k, r)) ++wrong;
+          std::lock_guard lock(mu);
+          if (--async_left == 0) cv.notify_all();
+        });
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return async_left == 0; });
+  return wrong.load();
+}
+
+TEST_F(DaemonTest, BatchingClientAgreesWithUnaryCalls) {
+  auto plain = Connect({daemon_->target()});
+  const Reference ref = Reference::Make(*plain);
+  const std::string unix_target = "unix:" + (daemon_->dir() / "pqcd.sock");
+  for (const std::string& target : {daemon_->target(), unix_target}) {
+    SCOPED_TRACE(target);
+    auto c = ConnectWith(target, /*batching=*/true);
+    EXPECT_EQ(RunMix(*c, ref, 8, 500), 0);
+    const StreamStats st = c->batching_stats();
+    EXPECT_EQ(st.results_received, 8u * 500u);
+    EXPECT_GE(st.streams_opened, 1u);
+  }
+  // Batching off: the same answers through unary calls.
+  auto off = ConnectWith(daemon_->target(), /*batching=*/false);
+  EXPECT_EQ(RunMix(*off, ref, 8, 100), 0);
+  EXPECT_EQ(off->batching_stats().operations_sent, 0u);
+}
+
+TEST_F(DaemonTest, BatchingClientErrorsArePerCall) {
+  auto c = ConnectWith(daemon_->target(), /*batching=*/true);
+  auto plain = Connect({daemon_->target()});
+  const Reference ref = Reference::Make(*plain);
+  std::vector<std::future<absl::StatusOr<Result>>> good;
+  std::vector<std::future<absl::StatusOr<EncapsResult>>> bad;
+  for (int i = 0; i < 40; ++i) {
+    auto p = std::make_shared<std::promise<absl::StatusOr<Result>>>();
+    good.push_back(p->get_future());
+    c->RunAsync(ref.Op(i), [p](absl::StatusOr<Result> r) { p->set_value(std::move(r)); });
+    if (i % 10 == 0) {
+      auto q = std::make_shared<std::promise<absl::StatusOr<EncapsResult>>>();
+      bad.push_back(q->get_future());
+      c->EncapsAsync({Algorithm::kMlKem768, Key::Raw("short")},
+                     [q](absl::StatusOr<EncapsResult> r) { q->set_value(std::move(r)); });
+    }
+  }
+  for (int i = 0; i < 40; ++i) EXPECT_TRUE(ref.Right(i, good[static_cast<size_t>(i)].get())) << i;
+  for (auto& f : bad) {
+    auto r = f.get();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_NE(r.status().message().find("public_key"), std::string::npos) << r.status();
+  }
+}
+
+TEST(DaemonBatching, DeadlineExpiresWhileQueued) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--workers", "1"})) << d.log();
+  // At most 16 operations in flight: the rest of the flood waits in the client, behind it the
+  // 1 ms call, whose deadline passes there.
+  auto c = ConnectWith(d.target(), /*batching=*/true, {.max_inflight = 16});
+  std::atomic<int> left{300}, failed{0};
+  for (int i = 0; i < 300; ++i) {
+    c->KeyGenAsync({Algorithm::kMlDsa87, {}, false, {}, {}},
+                   [&](absl::StatusOr<KeyPair> r) {
+                     if (!r.ok()) ++failed;
+                     --left;
+                   },
+                   {.timeout = absl::Seconds(120)});
+  }
+  auto late = c->Hash({Algorithm::kSha3_256, "late", 0}, {.timeout = absl::Milliseconds(1)});
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  while (left.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(failed.load(), 0);
+  // The stream goes on.
+  EXPECT_TRUE(c->Hash({Algorithm::kSha3_256, "after", 0}).ok());
+}
+
+TEST(DaemonBatching, DaemonRestartFailsInFlightCallsOnceThenReconnects) {
+  Daemon d;
+  const std::string sock = d.dir() / "restart.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock})) << d.log();
+  const std::string tcp = d.target();
+  for (const std::string& target : {tcp, "unix:" + sock}) {
+    SCOPED_TRACE(target);
+    auto c = ConnectWith(target, /*batching=*/true);
+    ASSERT_TRUE(c->Hash({Algorithm::kSha3_256, "warm", 0}).ok());
+    constexpr int kCalls = 400;
+    std::vector<std::atomic<int>> completions(kCalls);
+    std::vector<absl::StatusCode> codes(kCalls, absl::StatusCode::kUnknown);
+    std::atomic<int> left{kCalls}, started{0};
+    for (int i = 0; i < kCalls; ++i) {
+      c->KeyGenAsync({Algorithm::kMlDsa87, {}, false, {}, {}},
+                     [&, i](absl::StatusOr<KeyPair> r) {
+                       codes[static_cast<size_t>(i)] = r.status().code();
+                       completions[static_cast<size_t>(i)].fetch_add(1);
+                       ++started;
+                       --left;
+                     },
+                     {.timeout = absl::Seconds(60)});
+    }
+    while (started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    d.Kill9();
+    while (left.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int unavailable = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_EQ(completions[static_cast<size_t>(i)].load(), 1) << i;
+      const absl::StatusCode code = codes[static_cast<size_t>(i)];
+      EXPECT_TRUE(code == absl::StatusCode::kOk || code == absl::StatusCode::kUnavailable)
+          << i << ": " << absl::StatusCodeToString(code);
+      unavailable += code == absl::StatusCode::kUnavailable;
+    }
+    std::printf("[restart] %s: %d of %d calls were in flight at the kill\n", target.c_str(),
+                unavailable, kCalls);
+    // The same port and socket again; the next calls open a new stream.
+    ASSERT_TRUE(d.Start({"--listen", tcp, "--unix", sock})) << d.log();
+    auto r = c->Hash({Algorithm::kSha3_256, "abc", 0},
+                     {.timeout = absl::Seconds(20), .wait_for_ready = true});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(Hex(r->digest), "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532");
+    EXPECT_GE(c->batching_stats().streams_opened, 2u);
+  }
+}
+
+// Needs the daemon's packed Stream messages: a callback's submissions leave packed (the stream
+// holds writes while it delivers), and only a daemon that understands packing keeps them so.
+TEST_F(DaemonTest, StreamPacksOperationsAndAgreesWithUnary) {
+  auto plain = Connect({daemon_->target()});
+  const Reference ref = Reference::Make(*plain);
+  for (size_t max_pack : {1, 8, 64}) {
+    SCOPED_TRACE("max_pack " + std::to_string(max_pack));
+    auto stream = plain->OpenStream({.max_inflight = 256, .max_pack = max_pack});
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    Stream* s = stream->get();
+    constexpr int kOps = 100;
+    std::atomic<int> wrong{0}, answered{0};
+    auto check = [&](int k) {
+      return [&, k](absl::StatusOr<Result> r) {
+        if (!ref.Right(k, r)) ++wrong;
+        ++answered;
+      };
+    };
+    ASSERT_TRUE(s->Submit(ref.Op(3), [&](absl::StatusOr<Result> r) {
+                   check(3)(std::move(r));
+                   for (int k = 0; k < kOps; ++k) {
+                     if (!s->Submit(ref.Op(k), check(k)).ok()) ++wrong;
+                   }
+                 }).ok());
+    while (answered.load() < kOps + 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_TRUE(s->Finish().ok());
+    EXPECT_EQ(wrong.load(), 0);
+    const StreamStats st = s->stats();
+    EXPECT_EQ(st.results_received, kOps + 1u);
+    if (max_pack == 1) {
+      EXPECT_EQ(st.messages_sent, kOps + 1u);
+    } else {
+      // Packed: 1 + ceil(100 / max_pack) messages (more would mean the daemon refused packing).
+      EXPECT_EQ(st.messages_sent, 1 + (kOps + max_pack - 1) / max_pack);
+    }
+  }
+}
+
 // ---- The pqc CLI ----------------------------------------------------------------------------
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -308,17 +575,43 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
 #ifdef PQC_LOAD
 TEST_F(DaemonTest, LoadGeneratorShortRun) {
   const auto& dir = daemon_->dir();
-  for (const std::string style : {"unary", "batch --batch-size 4", "stream --inflight 4"}) {
+  const std::string pid = std::to_string(daemon_->pid());
+  for (const std::string style :
+       {"unary", "batch --batch-size 4", "stream --inflight 4", "stream --inflight 8 --pack 4",
+        "stream --inflight 4 --pack 1", "auto", "auto --pack 8"}) {
     SCOPED_TRACE(style);
     ASSERT_EQ(Shell(std::string(PQC_LOAD) + " --targets " + daemon_->target() +
                     " --op ML-KEM-768:decaps=2,ML-DSA-44:verify=1,SHA3-256:hash=1 -c 4 "
-                    "--duration 700ms --warmup 200ms --quiet --json --style " +
-                    style + " > " + (dir / "load.json")),
+                    "--duration 700ms --warmup 200ms --quiet --json --server-pid " +
+                    pid + " --style " + style + " > " + (dir / "load.json")),
               0);
     auto j = nlohmann::json::parse(Slurp(dir / "load.json"));
     EXPECT_GT(j["requests"].get<uint64_t>(), 0u);
     EXPECT_EQ(j["error_total"].get<uint64_t>(), 0u);
     EXPECT_GT(j["latency_us"]["p99"].get<double>(), 0.0);
+    // Cost accounting: the keys are there (values depend on the machine).
+    EXPECT_GE(j["server_cpu_seconds"].get<double>(), 0.0);
+    EXPECT_GE(j["server_cpu_us_per_op"].get<double>(), 0.0);
+    EXPECT_GE(j["server_cpu_us_per_request"].get<double>(), 0.0);
+    EXPECT_GE(j["server_ctx_switches_per_request"].get<double>(), 0.0);
+    EXPECT_GE(j["client_cpu_share"].get<double>(), 0.0);
+    if (style.rfind("stream", 0) == 0 || style.rfind("auto", 0) == 0) {
+      EXPECT_GT(j["stream_messages_sent"].get<uint64_t>(), 0u);
+    }
+  }
+  // A metrics URL without the CPU metric, or nothing listening: a clear usage error (2).
+  EXPECT_EQ(Shell(std::string(PQC_LOAD) + " --targets " + daemon_->target() +
+                  " --server-metrics http://127.0.0.1:1/metrics --duration 100ms --quiet "
+                  "2> /dev/null"),
+            2);
+  // In-process: the process's own CPU is the server's.
+  if (Shell(std::string(PQC_LOAD) +
+            " --in-process --workers 1 --op SHA3-256:hash -c 2 --duration 300ms --warmup 100ms "
+            "--quiet --json > " +
+            (dir / "inproc.json") + " 2> /dev/null") == 0) {
+    auto j = nlohmann::json::parse(Slurp(dir / "inproc.json"));
+    EXPECT_GT(j["server_cpu_us_per_op"].get<double>(), 0.0);
+    EXPECT_EQ(j["server_cpu_source"], "self (in-process)");
   }
   // Open loop.
   ASSERT_EQ(Shell(std::string(PQC_LOAD) + " --targets " + daemon_->target() +

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -22,13 +25,31 @@ namespace pqcd::client {
 namespace {
 
 // Scripted Crypto service: Hash returns the input reversed (or sleeps / fails per the data),
-// Encaps always fails UNAVAILABLE after being received, Batch echoes each hash item, Stream
-// answers hash items in reverse order of each pair.
+// Encaps always fails UNAVAILABLE after being received, Batch echoes each hash item. Stream
+// echoes each hash item's data: a single-form message at once in single form, a packed one in one
+// packed answer in reverse order; "invalid" (or a non-hash item) fails that item, "sleep" is
+// never answered. With old_stream, Stream behaves like a daemon from before packed messages: it
+// ignores `items` and answers such a message as an empty operation (id 0, INVALID_ARGUMENT).
 class ScriptedCrypto final : public pqc::v1::Crypto::Service {
  public:
   explicit ScriptedCrypto(int tag) : tag_(tag) {}
   std::atomic<int> hash_calls{0};
   std::atomic<int> encaps_calls{0};
+  std::atomic<int> stream_calls{0};
+  std::atomic<bool> old_stream{false};
+  // Stream messages as read: operations in each (-1 for the single form).
+  std::mutex log_mu;
+  std::vector<int> stream_messages;
+  std::vector<std::string> stream_items;  // every operation's data, as read (single or packed)
+
+  std::vector<int> StreamMessages() {
+    std::lock_guard lock(log_mu);
+    return stream_messages;
+  }
+  std::vector<std::string> StreamItems() {
+    std::lock_guard lock(log_mu);
+    return stream_items;
+  }
 
   grpc::Status Hash(grpc::ServerContext* ctx, const pqc::v1::HashRequest* req,
                     pqc::v1::HashResponse* resp) override {
@@ -76,23 +97,48 @@ class ScriptedCrypto final : public pqc::v1::Crypto::Service {
   grpc::Status Stream(
       grpc::ServerContext*,
       grpc::ServerReaderWriter<pqc::v1::StreamResponse, pqc::v1::StreamRequest>* stream) override {
-    pqc::v1::StreamRequest req;
-    std::vector<pqc::v1::StreamRequest> held;
-    auto answer = [&](const pqc::v1::StreamRequest& q) {
-      pqc::v1::StreamResponse resp;
-      resp.set_id(q.id());
-      resp.mutable_result()->mutable_hash()->set_digest(q.operation().hash().data());
-      stream->Write(resp);
-    };
-    while (stream->Read(&req)) {
-      held.push_back(req);
-      if (held.size() == 2) {  // answer out of order
-        answer(held[1]);
-        answer(held[0]);
-        held.clear();
+    ++stream_calls;
+    auto run = [](const pqc::v1::Operation& op, pqc::v1::OperationResult* r) {
+      if (!op.has_hash() || op.hash().data() == "invalid") {
+        r->set_code(grpc::StatusCode::INVALID_ARGUMENT);
+        r->set_message("item: bad");
+      } else {
+        r->mutable_hash()->set_digest(op.hash().data());
       }
+    };
+    pqc::v1::StreamRequest req;
+    while (stream->Read(&req)) {
+      {
+        std::lock_guard lock(log_mu);
+        stream_messages.push_back(req.items_size() > 0 ? req.items_size() : -1);
+        if (req.items_size() == 0 || !old_stream) {
+          if (req.has_operation()) stream_items.push_back(req.operation().hash().data());
+          for (const auto& item : req.items())
+            stream_items.push_back(item.operation().hash().data());
+        }
+      }
+      pqc::v1::StreamResponse resp;
+      if (req.items_size() == 0 || old_stream) {  // single form, or an old daemon
+        if (req.operation().hash().data() == "sleep") continue;
+        resp.set_id(req.id());
+        if (req.has_operation()) {
+          run(req.operation(), resp.mutable_result());
+        } else {
+          resp.mutable_result()->set_code(grpc::StatusCode::INVALID_ARGUMENT);
+          resp.mutable_result()->set_message("op: the operation is empty");
+        }
+      } else {
+        for (int i = req.items_size() - 1; i >= 0; --i) {  // out of order on purpose
+          const auto& item = req.items(i);
+          if (item.operation().hash().data() == "sleep") continue;
+          auto* r = resp.add_results();
+          r->set_id(item.id());
+          run(item.operation(), r->mutable_result());
+        }
+        if (resp.results_size() == 0) continue;
+      }
+      if (!stream->Write(resp)) break;
     }
-    for (const auto& q : held) answer(q);
     return grpc::Status::OK;
   }
 
@@ -277,6 +323,341 @@ TEST(Mechanics, StreamMatchesAnswersById) {
   EXPECT_FALSE((*stream)->Submit(HashOp{}, [](absl::StatusOr<Result>) {}).ok());
 }
 
+// ---- Stream packing
+// ------------------------------------------------------------------------------- Opens a Stream
+// and submits "trigger"; the trigger's callback submits one hash operation per entry of `data`. A
+// stream holds its writes while it delivers answers, so these leave together, packed max_pack to a
+// message, whatever the timing. Returns each answer (digest or status) by data, and the stream's
+// counters.
+std::map<std::string, absl::StatusOr<std::string>> TriggeredStream(
+    Client& c, size_t max_pack, const std::vector<std::string>& data, StreamStats* stats,
+    int* answers_out = nullptr) {
+  auto stream = c.OpenStream({.max_inflight = 256, .max_pack = max_pack});
+  EXPECT_TRUE(stream.ok()) << stream.status();
+  if (!stream.ok()) return {};
+  Stream* s = stream->get();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, absl::StatusOr<std::string>> got;
+  int answers = 0;
+  auto record = [&](std::string d) {
+    return [&, d](absl::StatusOr<Result> r) {
+      std::lock_guard lock(mu);
+      got.emplace(d, r.ok() ? absl::StatusOr<std::string>(std::get<HashResult>(*r).digest)
+                            : absl::StatusOr<std::string>(r.status()));
+      ++answers;
+      cv.notify_all();
+    };
+  };
+  EXPECT_TRUE(
+      s->Submit(HashOp{Algorithm::kSha3_256, "trigger", 0}, [&, s](absl::StatusOr<Result> r) {
+         for (const auto& d : data) {
+           EXPECT_TRUE(s->Submit(HashOp{Algorithm::kSha3_256, d, 0}, record(d)).ok());
+         }
+         record("trigger")(std::move(r));
+       }).ok());
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return answers == static_cast<int>(data.size()) + 1; });
+  }
+  EXPECT_TRUE(s->Finish().ok());
+  if (stats != nullptr) *stats = s->stats();
+  std::lock_guard lock(mu);
+  if (answers_out != nullptr) *answers_out = answers;
+  return got;
+}
+
+std::vector<std::string> Names(const std::string& prefix, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(absl::StrCat(prefix, i));
+  return out;
+}
+
+TEST(Mechanics, StreamPacksWhatIsQueuedBehindAWrite) {
+  // -1: a single-form message; n: a packed message of n operations.
+  const std::map<size_t, std::vector<int>> expected = {
+      {1, std::vector<int>(11, -1)}, {4, {-1, 4, 4, 2}}, {64, {-1, 10}}};
+  for (const auto& [max_pack, messages] : expected) {
+    SCOPED_TRACE(absl::StrCat("max_pack ", max_pack));
+    TestServer server("127.0.0.1:0");
+    auto c = Connect({server.address()});
+    const auto data = Names("p", 10);
+    StreamStats st;
+    auto got = TriggeredStream(*c, max_pack, data, &st);
+    ASSERT_EQ(got.size(), 11u);
+    for (const auto& d : data) {
+      ASSERT_TRUE(got.at(d).ok()) << d << got.at(d).status();
+      EXPECT_EQ(*got.at(d), d);
+    }
+    EXPECT_EQ(server.service().StreamMessages(), messages);
+    EXPECT_EQ(st.operations_sent, 11u);
+    EXPECT_EQ(st.messages_sent, messages.size());
+    EXPECT_EQ(st.results_received, 11u);
+  }
+}
+
+TEST(Mechanics, StreamPackedItemsCarryTheirOwnErrors) {
+  TestServer server("127.0.0.1:0");
+  auto c = Connect({server.address()});
+  auto data = Names("e", 7);
+  data.insert(data.begin() + 3, "invalid");
+  auto got = TriggeredStream(*c, 64, data, nullptr);
+  ASSERT_EQ(got.size(), 9u);
+  EXPECT_EQ(got.at("invalid").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.at("invalid").status().message(), "item: bad");
+  for (const auto& d : Names("e", 7)) {
+    ASSERT_TRUE(got.at(d).ok()) << d << got.at(d).status();
+    EXPECT_EQ(*got.at(d), d);
+  }
+  EXPECT_EQ(server.service().StreamMessages(), (std::vector<int>{-1, 8}));
+}
+
+TEST(Mechanics, StreamFallsBackForADaemonWithoutPacking) {
+  for (size_t max_pack : {4, 64}) {
+    SCOPED_TRACE(absl::StrCat("max_pack ", max_pack));
+    TestServer server("127.0.0.1:0");
+    server.service().old_stream = true;
+    auto c = Connect({server.address()});
+    const auto data = Names("o", 10);
+    int answers = 0;
+    auto got = TriggeredStream(*c, max_pack, data, nullptr, &answers);
+    EXPECT_EQ(answers, 11);  // each operation answered once
+    for (const auto& d : data) {
+      ASSERT_TRUE(got.at(d).ok()) << d << got.at(d).status();
+      EXPECT_EQ(*got.at(d), d);
+    }
+    // The old daemon ran every operation exactly once (it runs only single-form messages).
+    auto ran = server.service().StreamItems();
+    std::sort(ran.begin(), ran.end());
+    auto want = data;
+    want.push_back("trigger");
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(ran, want);
+    const auto messages = server.service().StreamMessages();
+    EXPECT_GT(std::count_if(messages.begin(), messages.end(), [](int n) { return n > 1; }), 0);
+  }
+}
+
+// ---- The batching client
+// --------------------------------------------------------------------------
+std::unique_ptr<Client> ConnectBatching(std::vector<std::string> targets,
+                                        BatchingOptions batching = {.enabled = true},
+                                        int max_attempts = 5) {
+  ClientOptions o;
+  o.targets = std::move(targets);
+  o.max_attempts = max_attempts;
+  o.initial_backoff = absl::Milliseconds(20);
+  o.max_backoff = absl::Milliseconds(100);
+  o.batching = batching;
+  o.batching.enabled = true;
+  auto c = Client::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+// Records the completions of async calls, so that "exactly once" can be checked.
+class Completions {
+ public:
+  Callback<HashResult> Track(std::string name) {
+    return [this, name](absl::StatusOr<HashResult> r) {
+      std::lock_guard lock(mu_);
+      ++count_[name];
+      status_[name] = r.status();
+      if (r.ok()) digest_[name] = r->digest;
+      cv_.notify_all();
+    };
+  }
+  void WaitFor(const std::string& name) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return count_.count(name) > 0; });
+  }
+  int count(const std::string& name) {
+    std::lock_guard lock(mu_);
+    return count_.count(name) ? count_[name] : 0;
+  }
+  absl::Status status(const std::string& name) {
+    std::lock_guard lock(mu_);
+    return status_[name];
+  }
+  std::string digest(const std::string& name) {
+    std::lock_guard lock(mu_);
+    return digest_[name];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> count_;
+  std::map<std::string, absl::Status> status_;
+  std::map<std::string, std::string> digest_;
+};
+
+TEST(Mechanics, BatchingClientCarriesCallsOnASharedStream) {
+  TestServer server("127.0.0.1:0");
+  auto c = ConnectBatching({server.address()});
+  constexpr int kThreads = 8, kCalls = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  Completions async;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string d = absl::StrCat("t", t, "-", i);
+        if (i % 2 == 0) {
+          auto r = c->Hash({Algorithm::kSha3_256, d, 0});
+          if (!r.ok() || r->digest != d) ++wrong;
+        } else {
+          c->HashAsync({Algorithm::kSha3_256, d, 0}, async.Track(d));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 1; i < kCalls; i += 2) {
+      const std::string d = absl::StrCat("t", t, "-", i);
+      async.WaitFor(d);
+      EXPECT_EQ(async.digest(d), d);
+    }
+  }
+  EXPECT_EQ(wrong.load(), 0);
+  // Per-call errors: the item's own code and message, for that call only.
+  auto bad = c->Hash({Algorithm::kSha3_256, "invalid", 0});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "item: bad");
+  EXPECT_EQ(c->Encaps({Algorithm::kMlKem768, Key::Raw("pk")}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto ok = c->Run(HashOp{Algorithm::kSha3_256, "after", 0});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(std::get<HashResult>(*ok).digest, "after");
+  // One shared stream, no unary call.
+  EXPECT_EQ(server.service().stream_calls.load(), 1);
+  EXPECT_EQ(server.service().hash_calls.load(), 0);
+  EXPECT_EQ(server.service().encaps_calls.load(), 0);
+  const StreamStats st = c->batching_stats();
+  EXPECT_EQ(st.operations_sent, kThreads * kCalls + 3u);
+  EXPECT_LE(st.messages_sent, st.operations_sent);
+  EXPECT_EQ(st.streams_opened, 1u);
+}
+
+TEST(Mechanics, BatchingClientSyncCallInsideACallback) {
+  // A sync call made inside a callback of the batching client must not wait for the shared stream
+  // (gRPC may run that stream's next reactions on this thread, after the callback): it goes unary,
+  // which the scripted Hash shows (reversed data and the server's tag).
+  TestServer server("127.0.0.1:0");
+  auto c = ConnectBatching({server.address()});
+  std::promise<absl::StatusOr<HashResult>> inner;
+  c->HashAsync({Algorithm::kSha3_256, "outer", 0}, [&](absl::StatusOr<HashResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status();
+    inner.set_value(c->Hash({Algorithm::kSha3_256, "inner", 0}, {.timeout = absl::Seconds(10)}));
+  });
+  auto r = inner.get_future().get();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->digest, "renni0");
+  EXPECT_EQ(server.service().hash_calls.load(), 1);
+  EXPECT_EQ(server.service().stream_calls.load(), 1);
+}
+
+TEST(Mechanics, BatchingClientKeepsEachCallsDeadline) {
+  TestServer server("127.0.0.1:0");
+  Completions done;
+  {
+    // Two operations fill the stream's in-flight room and are never answered.
+    auto c = ConnectBatching({server.address()}, {.max_inflight = 2});
+    c->HashAsync({Algorithm::kSha3_256, "sleep", 0}, done.Track("sleep1"),
+                 {.timeout = absl::Seconds(60)});
+    c->HashAsync({Algorithm::kSha3_256, "sleep", 0}, done.Track("sleep2"),
+                 {.timeout = absl::Seconds(60)});
+    // Queued in the client behind them: its deadline passes before it is written.
+    auto queued =
+        c->Hash({Algorithm::kSha3_256, "queued", 0}, {.timeout = absl::Milliseconds(200)});
+    EXPECT_EQ(queued.status().code(), absl::StatusCode::kDeadlineExceeded) << queued.status();
+    EXPECT_EQ(done.count("sleep1"), 0);
+    const auto items = server.service().StreamItems();
+    EXPECT_EQ(std::count(items.begin(), items.end(), "queued"), 0) << "an expired call was sent";
+  }
+  // Destroying the client completed the unanswered calls, once each.
+  EXPECT_EQ(done.count("sleep1"), 1);
+  EXPECT_EQ(done.count("sleep2"), 1);
+  EXPECT_EQ(done.status("sleep1").code(), absl::StatusCode::kCancelled);
+
+  // A call written and unanswered: DEADLINE_EXCEEDED at its deadline; the stream goes on.
+  auto c = ConnectBatching({server.address()});
+  c->HashAsync({Algorithm::kSha3_256, "sleep", 0}, done.Track("sleep3"),
+               {.timeout = absl::Milliseconds(200)});
+  done.WaitFor("sleep3");
+  EXPECT_EQ(done.status("sleep3").code(), absl::StatusCode::kDeadlineExceeded);
+  auto after = c->Hash({Algorithm::kSha3_256, "after", 0});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->digest, "after");
+  EXPECT_EQ(c->batching_stats().streams_opened, 1u);
+  c.reset();
+  EXPECT_EQ(done.count("sleep3"), 1);
+}
+
+TEST(Mechanics, BatchingClientRetriesWhenNoDaemonWasReachable) {
+  const int port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  {
+    // No retry allowed: UNAVAILABLE, not a hang.
+    auto c = ConnectBatching({address}, {}, /*max_attempts=*/1);
+    EXPECT_EQ(c->Hash({Algorithm::kSha3_256, "x", 0}).status().code(),
+              absl::StatusCode::kUnavailable);
+  }
+  auto c = ConnectBatching({address}, {}, /*max_attempts=*/40);
+  Completions done;
+  auto sync_result = std::async(std::launch::async, [&] {
+    return c->Hash({Algorithm::kSha3_256, "ab", 0});
+  });
+  c->HashAsync({Algorithm::kSha3_256, "cd", 0}, done.Track("cd"));
+  c->HashAsync({Algorithm::kSha3_256, "wfr", 0}, done.Track("wfr"),
+               {.timeout = absl::Seconds(20), .wait_for_ready = true});
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  TestServer server(address);
+  auto s = sync_result.get();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->digest, "ab");
+  done.WaitFor("cd");
+  EXPECT_EQ(done.digest("cd"), "cd") << done.status("cd");
+  done.WaitFor("wfr");
+  EXPECT_EQ(done.digest("wfr"), "wfr") << done.status("wfr");
+  EXPECT_EQ(server.service().hash_calls.load(), 0);
+  auto items = server.service().StreamItems();
+  std::sort(items.begin(), items.end());
+  EXPECT_EQ(items, (std::vector<std::string>{"ab", "cd", "wfr"}));  // each ran once
+}
+
+TEST(Mechanics, BatchingClientSurvivesADaemonRestart) {
+  const int port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  auto c = ConnectBatching({address});
+  Completions done;
+  {
+    TestServer first(address);
+    ASSERT_TRUE(c->Hash({Algorithm::kSha3_256, "before", 0}, {.wait_for_ready = true}).ok());
+    for (int i = 0; i < 3; ++i) {
+      c->HashAsync({Algorithm::kSha3_256, "sleep", 0}, done.Track(absl::StrCat("inflight", i)),
+                   {.timeout = absl::Seconds(60)});
+    }
+    while (first.service().StreamItems().size() < 4) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }  // the daemon goes away with three calls unanswered
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = absl::StrCat("inflight", i);
+    done.WaitFor(name);
+    EXPECT_EQ(done.status(name).code(), absl::StatusCode::kUnavailable) << done.status(name);
+  }
+  TestServer second(address);
+  auto r = c->Hash({Algorithm::kSha3_256, "later", 0},
+                   {.timeout = absl::Seconds(20), .wait_for_ready = true});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->digest, "later");
+  EXPECT_EQ(second.service().stream_calls.load(), 1);
+  c.reset();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(done.count(absl::StrCat("inflight", i)), 1);
+}
+
 TEST(Mechanics, HashStreamSendsEveryChunk) {
   TestServer server("127.0.0.1:0");
   auto c = Connect({server.address()});
@@ -325,6 +706,10 @@ TEST(Mechanics, UnixSocketTargetAndHealth) {
     EXPECT_TRUE(c->WaitForServing(absl::Seconds(5)).ok());
     auto unknown = c->Health("no.such.Service");
     EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+    auto batched = ConnectBatching({"unix:" + path});
+    auto b = batched->Hash({Algorithm::kSha3_256, "ub", 0});
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->digest, "ub");
   }
   std::filesystem::remove(path);
 }

@@ -35,6 +35,26 @@ struct TlsOptions {
   std::string server_name;  // overrides the name checked against the server certificate
 };
 
+// Batching: each crypto call stays one operation for the caller, but many calls in flight share a
+// long-lived Stream and travel packed, many operations to a message each way, so that gRPC's
+// per-message cost (larger than an ML-KEM decapsulation on the daemon) is shared. Details above
+// Client::KeyGen.
+struct BatchingOptions {
+  // Carry KeyGen, Encaps, Decaps, Sign, Verify, Hash and Run, sync and async, over shared Streams
+  // (false: one unary RPC per call). Keys, HashStream, Batch and Health calls stay unary, and so
+  // does an operation over 64 KiB encoded (packing saves nothing there, and a message over the
+  // daemon's size limit would fail the shared stream for every call on it).
+  bool enabled = false;
+  // Operations per Stream message at most. Must not exceed the daemon's --max-batch-items (a
+  // larger message fails the whole stream).
+  size_t max_pack = 64;
+  // Operations written and not yet answered per shared stream; further calls wait in the client
+  // (their deadlines run) until answers free room.
+  size_t max_inflight = 1024;
+  // Shared streams (each on its own channel, round robin); 0: one per channel.
+  int streams = 0;
+};
+
 struct ClientOptions {
   // "host:port", "[v6]:port", "unix:/path" (or unix:///path), or any gRPC target URI
   // ("dns:///name:port", "ipv4:a:p,b:p"). Several targets form one round_robin channel.
@@ -52,6 +72,7 @@ struct ClientOptions {
   // gRPC load-balancing policy over the targets' addresses.
   std::string load_balancing = "round_robin";
   int max_message_bytes = 64 << 20;
+  BatchingOptions batching;
 };
 
 struct CallOptions {
@@ -74,6 +95,21 @@ struct PipelineOptions {
 class Stream;
 struct StreamOptions {
   size_t max_inflight = 64;  // Submit blocks while this many operations are unanswered
+  // Operations per Stream message at most. Whenever the stream may write, it takes every queued
+  // operation (up to max_pack) into one message, so operations submitted while a write is
+  // outstanding share the next message; a lone operation leaves at once, alone. 1: one operation
+  // per message (single form). Must not exceed the daemon's --max-batch-items. A message also
+  // stops growing at 1 MiB, below the daemon's message size limit.
+  size_t max_pack = 64;
+};
+
+// Counters of a Stream, or of all shared streams of a batching client (cumulative).
+struct StreamStats {
+  uint64_t messages_sent = 0;
+  uint64_t operations_sent = 0;
+  uint64_t messages_received = 0;
+  uint64_t results_received = 0;
+  uint64_t streams_opened = 0;
 };
 
 class Client {
@@ -88,6 +124,22 @@ class Client {
   const std::string& channel_target() const;
 
   // ---- Crypto, synchronous ------------------------------------------------------------------
+  // With ClientOptions::batching.enabled, these six calls, Run and their *Async forms do not make
+  // one RPC each: each becomes one operation on a shared, long-lived Stream, written at once when
+  // the stream is idle and packed with the other calls queued behind an outstanding write (no
+  // timer, so a lone call is not delayed). For the caller nothing changes:
+  //  - The call's deadline is kept by the client: a call still queued, or written and unanswered,
+  //    when its deadline passes completes DEADLINE_EXCEEDED (the daemon may still run it; the
+  //    stream has no deadline of its own). Every call completes exactly once.
+  //  - Errors are per call (the daemon's code and message for that operation).
+  //  - A stream that breaks (e.g. the daemon restarts) fails the calls it had written with its
+  //    status (UNAVAILABLE); calls not yet written move to a new stream. When a stream cannot reach
+  //    any daemon, its calls are retried as unary calls are: wait_for_ready calls until their
+  //    deadline, the others up to max_attempts with backoff, so no operation ever runs twice.
+  //  - The caller's identity is the channel's, as with unary calls.
+  // Async callbacks run on gRPC threads or the client's deadline thread. A sync call made inside
+  // such a callback goes as a unary RPC: waiting there for the shared stream could wait for
+  // reactions that gRPC runs on that same thread once the callback has returned.
   absl::StatusOr<KeyPair> KeyGen(const KeyGenOp& op, const CallOptions& call = {});
   absl::StatusOr<EncapsResult> Encaps(const EncapsOp& op, const CallOptions& call = {});
   absl::StatusOr<DecapsResult> Decaps(const DecapsOp& op, const CallOptions& call = {});
@@ -148,6 +200,9 @@ class Client {
   void ImportKeyAsync(ImportKeyOp op, Callback<KeyInfo> done, const CallOptions& call = {});
   void RotateKeyAsync(std::string key_id, Callback<KeyInfo> done, const CallOptions& call = {});
 
+  // Counters of the shared streams of the batching client (zero when batching is off).
+  StreamStats batching_stats() const;
+
   // ---- Health (grpc.health.v1) ----------------------------------------------------------------
   absl::StatusOr<HealthStatus> Health(const std::string& service = "",
                                       const CallOptions& call = {});
@@ -162,8 +217,12 @@ class Client {
 };
 
 // A bidirectional Stream call. Submit and Finish may be called from any thread; answers arrive on
-// gRPC threads, possibly out of order. Do not call Submit from inside a callback of the same
-// stream (it may block for a free in-flight slot).
+// gRPC threads, possibly out of order, several per message when the daemon packs them (the
+// callbacks of two answer messages may run at the same time, on two threads). An
+// operation's in-flight slot is freed before its callback runs, so a callback may Submit one
+// operation without blocking; what the callbacks of one answer message submit is written together
+// once they have all run. Against a daemon that predates packed messages the stream notices the
+// first rejected packed message and falls back to one operation per message (nothing runs twice).
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -175,6 +234,8 @@ class Stream {
   virtual absl::Status Finish() = 0;
   // Operations submitted and not yet answered.
   virtual size_t inflight() const = 0;
+  // Messages and operations written and read so far.
+  virtual StreamStats stats() const = 0;
 };
 
 // Maps a gRPC status code number and message to absl::Status (the codes are equal).
