@@ -382,6 +382,10 @@ grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* CryptoService::HashStream(
 
 namespace {
 
+class StreamReactor;
+// The Stream whose read callback is submitting a burst on this thread (see OnReadDone).
+thread_local const StreamReactor* tls_collecting = nullptr;
+
 class StreamReactor final
     : public grpc::ServerBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
  public:
@@ -488,9 +492,14 @@ class StreamReactor final
         slot.op.Arm(deadline);
         jobs_.push_back(&slot.op.job);
       }
+      // Answers of jobs the engine runs on this very thread are collected, not written one by
+      // one: the burst's answers leave together in one packed message below.
+      tls_collecting = this;
       ctx_->engine->SubmitBurst(jobs_);
+      tls_collecting = nullptr;
     }
     if (!failed.empty()) SlotsDone(failed.data(), failed.size());
+    KickWrite();
     if (read_more) StartRead(&request_);
   }
 
@@ -563,7 +572,17 @@ class StreamReactor final
       return;
     }
     ready_.insert(ready_.end(), slots, slots + n);
-    if (writing_) return;
+    if (writing_ || tls_collecting == this) return;
+    writing_ = true;
+    BuildWriteLocked();
+    lock.unlock();
+    StartWrite(&out_);
+  }
+
+  // Starts a write of whatever is ready if no write is outstanding.
+  void KickWrite() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (writing_ || broken_ || ready_.empty()) return;
     writing_ = true;
     BuildWriteLocked();
     lock.unlock();

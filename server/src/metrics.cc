@@ -1,6 +1,12 @@
 #include "pqcd/server/metrics.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "pqcd/engine/engine.h"
@@ -122,6 +128,38 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     held_keys_ = std::move(f);
   }
 
+  // The standard process metrics (prometheus-cpp does not export them): CPU seconds and resident
+  // memory from /proc/self, so that dashboards and pqc-load --server-metrics see the daemon's cost.
+  static void AddProcessMetrics(std::vector<MetricFamily>& out) {
+    std::ifstream stat("/proc/self/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) return;
+    std::istringstream fields(line.substr(paren + 2));
+    std::vector<std::string> f;
+    for (std::string x; fields >> x;) f.push_back(x);
+    if (f.size() < 22) return;  // utime = field 14, stime = 15, rss (pages) = 24
+    const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const double cpu = (std::stod(f[11]) + std::stod(f[12])) / ticks;
+    const double rss = std::stod(f[21]) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    MetricFamily cpu_family{"process_cpu_seconds_total",
+                            "Total user and system CPU time spent in seconds",
+                            MetricType::Counter,
+                            {}};
+    ClientMetric c;
+    c.counter.value = cpu;
+    cpu_family.metric.push_back(c);
+    out.push_back(std::move(cpu_family));
+    MetricFamily rss_family{
+        "process_resident_memory_bytes", "Resident memory size in bytes", MetricType::Gauge, {}};
+    ClientMetric r;
+    r.gauge.value = rss;
+    rss_family.metric.push_back(r);
+    out.push_back(std::move(rss_family));
+  }
+
   std::vector<MetricFamily> Collect() const override {
     absl::MutexLock lock(&mu_);
     std::vector<MetricFamily> out;
@@ -131,6 +169,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     hm.gauge.value = held_keys_ ? static_cast<double>(held_keys_()) : 0.0;
     held.metric.push_back(hm);
     out.push_back(std::move(held));
+    AddProcessMetrics(out);
     if (engine_ == nullptr) return out;
 
     const engine::EngineStats s = engine_->GetStats();
