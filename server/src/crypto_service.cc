@@ -18,6 +18,15 @@ namespace {
 
 const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
 
+// What a client whose call was cancelled saw. The client's deadline fires before the daemon's
+// (the daemon counts the timeout from when the call arrived), and its cancellation can arrive
+// first: a cancellation within 100 ms of the deadline is taken as the deadline.
+grpc::StatusCode CancelCode(const grpc::CallbackServerContext& context) {
+  return context.deadline() <= std::chrono::system_clock::now() + std::chrono::milliseconds(100)
+             ? grpc::StatusCode::DEADLINE_EXCEEDED
+             : grpc::StatusCode::CANCELLED;
+}
+
 }  // namespace
 
 namespace {
@@ -49,10 +58,7 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnCancel() override {
-    cancel_code_.store(context_->deadline() <= std::chrono::system_clock::now()
-                           ? grpc::StatusCode::DEADLINE_EXCEEDED
-                           : grpc::StatusCode::CANCELLED,
-                       std::memory_order_relaxed);
+    cancel_code_.store(CancelCode(*context_), std::memory_order_relaxed);
     for (size_t i = 0; i < n_ops_; ++i) ops_[i].job.Cancel();
   }
 
@@ -330,11 +336,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
 
   // Cancelled or expired (gRPC cancels at the deadline): no more updates, and the request is
   // recorded with what the client got.
-  void OnCancel() override {
-    cancel_code_.store(context_->deadline() <= std::chrono::system_clock::now()
-                           ? grpc::StatusCode::DEADLINE_EXCEEDED
-                           : grpc::StatusCode::CANCELLED);
-  }
+  void OnCancel() override { cancel_code_.store(CancelCode(*context_)); }
 
   void OnDone() override {
     const grpc::StatusCode cancelled = cancel_code_.load();
@@ -469,7 +471,6 @@ class StreamReactor final
       };
       ++nsubmit;
     }
-    bool read_more;
     {
       std::lock_guard<std::mutex> lock(mu_);
       chunks_.push_back(chunk);
@@ -478,8 +479,6 @@ class StreamReactor final
       if (broken_) {  // cancelled meanwhile: let the engine drop these jobs too
         for (size_t i = 0; i < chunk->n; ++i) chunk->slots[i].op.job.Cancel();
       }
-      read_more = outstanding_ < max_inflight_ && !broken_;
-      if (!read_more) read_paused_ = true;
     }
     if (nsubmit > 0) {
       // One burst: the engine queues the message's jobs together or runs them on this thread.
@@ -500,7 +499,17 @@ class StreamReactor final
     }
     if (!failed.empty()) SlotsDone(failed.data(), failed.size());
     KickWrite();
-    if (read_more) StartRead(&request_);
+    // Read on, or pause until answers are written. Decided only now: a pause set earlier could be
+    // lifted by a completion on another thread, whose StartRead would run a second OnReadDone
+    // beside this one.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (outstanding_ < max_inflight_ && !broken_) {
+      lock.unlock();
+      StartRead(&request_);
+      return;
+    }
+    read_paused_ = true;
+    MaybeFinishLocked(lock);  // broken, and every item already answered or dropped
   }
 
   void OnWriteDone(bool ok) override {
@@ -528,9 +537,9 @@ class StreamReactor final
   void OnCancel() override {
     std::vector<Chunk*> to_free;
     // gRPC cancels the call when its deadline passes too; the client then sees DEADLINE_EXCEEDED.
-    const bool expired = context_->deadline() <= std::chrono::system_clock::now();
+    const grpc::StatusCode code = CancelCode(*context_);
     std::unique_lock<std::mutex> lock(mu_);
-    cancel_code_ = expired ? grpc::StatusCode::DEADLINE_EXCEEDED : grpc::StatusCode::CANCELLED;
+    cancel_code_ = code;
     BreakLocked(&to_free);
     lock.unlock();
     FreeChunks(to_free);
