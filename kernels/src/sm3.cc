@@ -81,6 +81,10 @@ void Sm3::Reset() {
 }
 
 void Sm3::Update(Bytes in) {
+  // Empty input: nothing to do. It also keeps a null in.data() (an empty view of nothing) away from
+  // memcpy, whose pointer arguments must be valid even for a zero length (C11 7.24.1p2; UBSan's
+  // nonnull-attribute check).
+  if (in.empty()) return;
   const uint8_t* p = in.data();
   size_t n = in.size();
   total_bytes_ += n;

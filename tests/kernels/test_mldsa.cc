@@ -74,8 +74,11 @@ TYPED_TEST(MlDsaTest, RoundTripAndTampering) {
   ByteVec bad_msg = msg;
   bad_msg[50] ^= 0x80;
   EXPECT_FALSE(VerifyOk<Dsa>(kp.pk, bad_msg, sig, options));
+  // The options only view their bytes: they must outlive the options (BorrowedBytes refuses a
+  // temporary such as Pattern(10, 4) at compile time).
+  const ByteVec ctx4 = Pattern(10, 4);
   DsaMessageOptions other_ctx;
-  other_ctx.context = Pattern(10, 4);
+  other_ctx.context = ctx4;
   EXPECT_FALSE(VerifyOk<Dsa>(kp.pk, msg, sig, other_ctx));
   EXPECT_FALSE(VerifyOk<Dsa>(kp.pk, msg, sig, DsaMessageOptions{}));  // context dropped
   const auto other = MakeKeys<Dsa>(9);
@@ -166,8 +169,9 @@ TYPED_TEST(MlDsaTest, LengthAndOptionErrors) {
   EXPECT_NE(s.message().find("signature"), std::string::npos) << s;
   EXPECT_FALSE(Dsa::SignInternal(kp.sk, msg, ByteVec(31), sig).ok());
 
+  const ByteVec rnd31(31);
   DsaSignOptions bad_rnd;
-  bad_rnd.rnd = ByteVec(31);
+  bad_rnd.rnd = rnd31;
   EXPECT_FALSE(Dsa::Sign(kp.sk, msg, bad_rnd, sig, rng).ok());
 
   DsaSignOptions mu_opts;

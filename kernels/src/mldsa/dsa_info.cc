@@ -16,7 +16,8 @@ constexpr DsaInfo MakeDsaInfo(DsaAlgorithm alg) {
                  &Dsa::KeyGenBatch,
                  &Dsa::SignBatch,
                  &Dsa::VerifyBatch,
-                 &Dsa::PairwiseCheck};
+                 &Dsa::PairwiseCheck,
+                 &Dsa::CheckExpandedPrivateKey};
 }
 
 const DsaInfo kDsaInfos[] = {MakeDsaInfo<4, 4>(DsaAlgorithm::kMlDsa44),
@@ -27,6 +28,10 @@ const DsaInfo kDsaInfos[] = {MakeDsaInfo<4, 4>(DsaAlgorithm::kMlDsa44),
 
 const DsaInfo& GetDsaInfo(DsaAlgorithm alg) {
   return kDsaInfos[static_cast<size_t>(alg)];
+}
+
+absl::Status CheckExpandedPrivateKey(DsaAlgorithm alg, Bytes sk, Bytes pk, MutBytes pk_out) {
+  return GetDsaInfo(alg).check_expanded_sk(sk, pk, pk_out);
 }
 
 }  // namespace pqcd::kernels

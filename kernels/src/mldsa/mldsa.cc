@@ -503,14 +503,20 @@ struct Impl {
     KeyGenScratch ws;
     ZeroOnExit wipe(ws);
     std::memcpy(ws.seeds, seeds, 128);
-    const uint8_t* rho = ws.seeds;
-    const uint8_t* rho_prime = ws.seeds + 32;
-    std::memcpy(key.rho, rho, 32);
+    ExpandS(ws.s1, ws.s2, ws.seeds + 32);  // rho' = seeds[32, 96)
+    KeyGenFromSecrets(ws, pk, sk, key, want_signing_key, compute_tr);
+  }
+
+  // KeyGen_internal after ExpandS, from rho and K (ws.seeds[0, 32) and [96, 128)) and s1, s2
+  // (ws.s1, ws.s2 with coefficients in [-eta, eta]); ws.s1 is left in the NTT domain. Key
+  // generation gets s1, s2 from ExpandS; the expanded-key check from the key itself.
+  static void KeyGenFromSecrets(KeyGenScratch& ws, uint8_t* pk, uint8_t* sk, SigningKey& key,
+                                bool want_signing_key, bool compute_tr) {
+    std::memcpy(key.rho, ws.seeds, 32);
     std::memcpy(key.key, ws.seeds + 96, 32);
     CtPublic(key.rho, 32);  // rho is part of the public key
     std::memcpy(pk, key.rho, 32);
 
-    ExpandS(ws.s1, ws.s2, rho_prime);
     if (sk != nullptr) {  // skEncode (Alg. 24); tr and t0 follow
       std::memcpy(sk, key.rho, 32);
       std::memcpy(sk + 32, key.key, 32);
@@ -585,6 +591,64 @@ struct Impl {
     if (sk.size() == kSk) return DecodeSigningKey(sk.data(), key);
     return absl::InvalidArgumentError(Cat(kName, " private key: expected ", Api::kSeedBytes,
                                           " (seed) or ", kSk, " bytes, got ", sk.size()));
+  }
+
+  // ---- Complete check of an expanded private key ----
+  //
+  // skDecode (Alg. 25) gives (rho, K, tr, s1, s2, t0), but nothing in the encoding ties them
+  // together: a flipped t0 bit still decodes, and signs with a wrong c t0 (a signature that
+  // verifies only when the error does not move a hint). Everything but K is a function of rho,
+  // s1 and s2 (Alg. 6), so the key is consistent iff recomputing it from them gives the
+  // same bytes: s1, s2 within [-eta, eta] (the eta encoding has room for values outside), t0 of
+  // Power2Round(NTT^-1(A-hat NTT(s1)) + s2), tr = H(rho || t1, 64), and pk = (rho, t1).
+  struct alignas(64) CheckScratch {
+    SigningKey key;    // A-hat, rho, tr (public); K (wiped)
+    uint8_t pk[kPk];   // the recomputed public key
+    KeyGenScratch ws;  // secret from here on (wiped)
+    uint8_t sk[kSk];   // the recomputed encoding
+  };
+
+  static absl::Status CheckExpandedKey(const uint8_t* sk, const uint8_t* pk, uint8_t* pk_out) {
+    CheckScratch cs;
+    const WipeOnExit wipe = WipeFrom(cs, cs.ws);
+    const WipeOnExit wipe_k(cs.key.key, sizeof(cs.key.key));
+    std::memcpy(cs.ws.seeds, sk, 32);            // rho
+    std::memset(cs.ws.seeds + 32, 0, 64);        // rho' is not part of sk (not needed)
+    std::memcpy(cs.ws.seeds + 96, sk + 32, 32);  // K
+    const uint8_t* p = sk + 128;
+    uint32_t bad = 0;
+    for (int j = 0; j < L; ++j, p += kEtaBytes) bad |= mldsa::UnpackEta<kEta>(cs.ws.s1[j], p);
+    for (int i = 0; i < K; ++i, p += kEtaBytes) bad |= mldsa::UnpackEta<kEta>(cs.ws.s2[i], p);
+    CtPublic(&bad, sizeof(bad));  // only "malformed or not" is revealed
+    if (bad != 0) {
+      return absl::InvalidArgumentError(
+          Cat(kName, " private key: malformed (s1/s2 coefficient outside [-eta, eta])"));
+    }
+    // Alg. 6 from ExpandA on, on the key's rho, K, s1, s2: cs.pk = (rho, t1), cs.sk = skEncode(rho,
+    // K, H(pk), s1, s2, t0).
+    KeyGenFromSecrets(cs.ws, cs.pk, cs.sk, cs.key, /*want_signing_key=*/false,
+                      /*compute_tr=*/true);
+    // rho, K, s1 and s2 were copied, so comparing the whole encodings compares t0 and tr. One
+    // constant-time comparison per field; each verdict is revealed (it is the answer).
+    constexpr size_t kT0Offset = 128 + (K + L) * kEtaBytes;
+    uint8_t t0_diff = CtCompare(cs.sk + kT0Offset, sk + kT0Offset, K * kT0Bytes);
+    CtPublic(&t0_diff, sizeof(t0_diff));
+    if (t0_diff != 0) {
+      return absl::InvalidArgumentError(
+          Cat(kName, " private key: t0 does not match rho, s1 and s2 (FIPS 204 Alg. 6)"));
+    }
+    uint8_t tr_diff = CtCompare(cs.sk + 64, sk + 64, 64);
+    CtPublic(&tr_diff, sizeof(tr_diff));
+    if (tr_diff != 0) {
+      return absl::InvalidArgumentError(
+          Cat(kName, " private key: tr does not match H(pk) (FIPS 204 Alg. 6)"));
+    }
+    if (pk != nullptr && std::memcmp(cs.pk, pk, kPk) != 0) {
+      return absl::InvalidArgumentError(
+          Cat(kName, " public key: does not match the private key (rho, t1)"));
+    }
+    if (pk_out != nullptr) std::memcpy(pk_out, cs.pk, kPk);
+    return absl::OkStatus();
   }
 
   // ---- Signing (Alg. 7 from line 7 on) ----
@@ -1215,6 +1279,22 @@ absl::Status MlDsa<K, L>::PairwiseCheck(Bytes pk, Bytes sk) {
             "the public key"));
   }
   return absl::OkStatus();
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::CheckExpandedPrivateKey(Bytes sk, Bytes pk, MutBytes pk_out) {
+  using I = Impl<K, L>;
+  if (sk.size() != kPrivateKeyBytes) {
+    return LengthError(kName, "expanded private key", kPrivateKeyBytes, sk.size());
+  }
+  if (!pk.empty() && pk.size() != kPublicKeyBytes) {
+    return LengthError(kName, "public key", kPublicKeyBytes, pk.size());
+  }
+  if (!pk_out.empty() && pk_out.size() != kPublicKeyBytes) {
+    return LengthError(kName, "public key buffer", kPublicKeyBytes, pk_out.size());
+  }
+  return I::CheckExpandedKey(sk.data(), pk.empty() ? nullptr : pk.data(),
+                             pk_out.empty() ? nullptr : pk_out.data());
 }
 
 template <int K, int L>

@@ -304,7 +304,17 @@ constexpr Plan DecapsPlan(int k, int eta1, int ct_bytes, bool check_hash) {
   return Schedule(p);
 }
 
+// Â alone, row-major (Alg. 13 steps 3-7): the complete check of an expanded decapsulation key.
+constexpr Plan MatrixPlan(int k) {
+  Plan p;
+  p.k = k;
+  AddMatrix(p, k, /*transposed=*/false);
+  return Schedule(p);
+}
+
 // The plans of each operation, built at compile time.
+template <int K>
+inline constexpr Plan kMatrixPlan = MatrixPlan(K);
 template <int K>
 inline constexpr Plan kKeyGenPlan = KeyGenPlan(K, MlKemParams<K>::eta1, K == 2 ? 1 : 0);
 template <int K>

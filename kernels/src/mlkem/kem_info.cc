@@ -18,7 +18,8 @@ constexpr KemInfo MakeKemInfo(KemAlgorithm alg) {
                  &Kem::CheckDecapsKey,
                  &Kem::KeyGenBatch,
                  &Kem::EncapsBatch,
-                 &Kem::DecapsBatch};
+                 &Kem::DecapsBatch,
+                 &Kem::CheckExpandedPrivateKey};
 }
 
 const KemInfo kKemInfos[] = {MakeKemInfo<2>(KemAlgorithm::kMlKem512),
@@ -29,6 +30,10 @@ const KemInfo kKemInfos[] = {MakeKemInfo<2>(KemAlgorithm::kMlKem512),
 
 const KemInfo& GetKemInfo(KemAlgorithm alg) {
   return kKemInfos[static_cast<size_t>(alg)];
+}
+
+absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek) {
+  return GetKemInfo(alg).check_expanded_dk(dk, ek);
 }
 
 }  // namespace pqcd::kernels

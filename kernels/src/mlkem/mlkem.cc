@@ -455,6 +455,107 @@ absl::Status HashCheckError() {
       Name<K>(), " decapsulation key: H(ek) does not match (FIPS 203 §7.3 hash check)"));
 }
 
+// 0xffffffff when some coefficient of a (canonical) is outside [-eta, eta] mod q, i.e. in
+// (eta, q - eta), else 0; no data-dependent branch.
+uint32_t OutsideEta(const Poly& a, int eta) {
+  uint32_t bad = 0;
+  for (int i = 0; i < mlkem::kN; ++i) {
+    const int32_t v = a.c[i];
+    // Both differences negative iff eta < v < q - eta.
+    bad |= static_cast<uint32_t>((eta - v) & (v - (mlkem::kQ - eta))) >> 31;
+  }
+  return 0u - bad;
+}
+
+// The rest of MlKem<K>::CheckExpandedPrivateKey once the length and §7.3 hash checks passed.
+// dk = ByteEncode12(ŝ) || ek || H(ek) || z with ek = ByteEncode12(t̂) || ρ, where key generation
+// (Alg. 13) made ŝ = NTT(s), t̂ = Â ∘ ŝ + NTT(e) with s, e from SamplePolyCBD_eta1, so every
+// coefficient of s and e is in [-eta1, eta1]. Nothing else in dk ties ŝ to t̂: recover
+// s = NTT^-1(ŝ) and e = NTT^-1(t̂ - Â ∘ ŝ) and check their range. Only z (random) is unchecked.
+template <int K>
+absl::Status CheckExpandedDecapsKey(const uint8_t* dk) {
+  using L = Layout<K>;
+  constexpr int kEta1 = MlKemParams<K>::eta1;
+  const uint8_t* ek = dk + L::kDkEkOffset;
+  CtPublic(ek, L::kEkBytes);  // the public key
+  struct alignas(64) Scratch {
+    Poly a[K][K];  // Â (public)
+    Poly t_hat[K];
+    Poly one_hat;  // NTT(1): BasemulAcc with it multiplies by R^-1
+    PolyMulCache one_cache;
+    struct Secret {
+      Poly s_hat[K];
+      PolyMulCache s_cache[K];
+      Poly x, y;
+      uint8_t encoded[kPolyBytes];
+    } sec;
+  };
+  Scratch ws;
+  ZeroOnExit wipe(ws.sec);
+  // The embedded ek passes the §7.2 modulus check (t̂ canonical).
+  if (absl::Status st = DecodeEncapsKey<K>(ek, ws.t_hat); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Name<K>(), " decapsulation key: its ek fails the FIPS 203 §7.2 modulus check"));
+  }
+  {  // Â[i][j] = SampleNTT(ρ || j || i) (Alg. 13 steps 3-7).
+    fixed::PlanIo io;
+    io.rho = ek + L::kPolyVecBytes;
+    io.matrix = &ws.a[0][0];
+    fixed::LaneRunner lanes;
+    lanes.Run<fixed::kMatrixPlan<K>>(io, [](auto) {});
+  }
+  ws.one_hat = Poly{};
+  ws.one_hat.c[0] = 1;
+  mlkem::PolyNtt(ws.one_hat);
+  mlkem::PolyMulCacheCompute(ws.one_cache, ws.one_hat);
+
+  uint8_t non_canonical = 0;
+  uint32_t s_bad = 0, e_bad = 0;
+  for (int i = 0; i < K; ++i) {
+    // ŝ[i] = ByteDecode12 (reduces mod q); key generation wrote canonical values, so the
+    // encoding must come back byte for byte.
+    const uint8_t* in = dk + i * kPolyBytes;
+    mlkem::PolyDecode12(ws.sec.s_hat[i], in);
+    mlkem::PolyEncode12(ws.sec.encoded, ws.sec.s_hat[i]);
+    non_canonical |= CtCompare(ws.sec.encoded, in, kPolyBytes);
+    mlkem::PolyMulCacheCompute(ws.sec.s_cache[i], ws.sec.s_hat[i]);
+    // s[i] = NTT^-1(ŝ[i]) = InvNttTimesR(R^-1 ŝ[i]).
+    mlkem::PolyBasemulAcc(ws.sec.x, &ws.sec.s_hat[i], &ws.one_hat, &ws.one_cache, 1);
+    mlkem::PolyInvNttTimesR(ws.sec.x);
+    mlkem::PolyReduceCanonical(ws.sec.x);
+    s_bad |= OutsideEta(ws.sec.x, kEta1);
+  }
+  for (int i = 0; i < K; ++i) {
+    // e[i] = NTT^-1(t̂[i] - (Â ∘ ŝ)[i]) = InvNttTimesR(R^-1 t̂[i] - R^-1 (Â ∘ ŝ)[i]).
+    mlkem::PolyBasemulAcc(ws.sec.x, ws.a[i], ws.sec.s_hat, ws.sec.s_cache, K);
+    mlkem::PolyBasemulAcc(ws.sec.y, &ws.t_hat[i], &ws.one_hat, &ws.one_cache, 1);
+    mlkem::PolySub(ws.sec.y, ws.sec.x);  // |.| < 2q
+    mlkem::PolyReduceCanonical(ws.sec.y);
+    mlkem::PolyInvNttTimesR(ws.sec.y);
+    mlkem::PolyReduceCanonical(ws.sec.y);
+    e_bad |= OutsideEta(ws.sec.y, kEta1);
+  }
+  // Each verdict is the answer (which part is inconsistent); nothing else is revealed.
+  CtPublic(&non_canonical, sizeof(non_canonical));
+  CtPublic(&s_bad, sizeof(s_bad));
+  CtPublic(&e_bad, sizeof(e_bad));
+  if (non_canonical != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Name<K>(), " decapsulation key: dk_PKE holds a value >= q (not ByteEncode12 of ŝ)"));
+  }
+  if (s_bad != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Name<K>(), " decapsulation key: s = NTT^-1(ŝ) has a coefficient outside [-",
+                     kEta1, ", ", kEta1, "] (FIPS 203 Alg. 13)"));
+  }
+  if (e_bad != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Name<K>(), " decapsulation key: ek does not match dk_PKE (t̂ - Â ∘ ŝ is not ",
+                     "the NTT of a vector with coefficients in [-", kEta1, ", ", kEta1, "])"));
+  }
+  return absl::OkStatus();
+}
+
 template <int K>
 absl::Status DecapsKeyLengthError(size_t got) {
   return absl::InvalidArgumentError(absl::StrCat(Name<K>(), " decapsulation key: expected ",
@@ -531,6 +632,25 @@ absl::Status MlKem<K>::CheckDecapsKey(Bytes dk) {
   uint8_t diff = CtCompare(h, dk.data() + L::kDkHashOffset, 32);
   CtPublic(&diff, 1);
   if (diff != 0) return HashCheckError<K>();
+  return absl::OkStatus();
+}
+
+template <int K>
+absl::Status MlKem<K>::CheckExpandedPrivateKey(Bytes dk, Bytes ek) {
+  using L = Layout<K>;
+  if (dk.size() != kDecapsKeyBytes) {
+    return SizeError<K>("expanded decapsulation key", kDecapsKeyBytes, dk.size());
+  }
+  if (!ek.empty() && ek.size() != kEncapsKeyBytes) {
+    return SizeError<K>("encapsulation key", kEncapsKeyBytes, ek.size());
+  }
+  if (absl::Status st = CheckDecapsKey(dk); !st.ok()) return st;  // §7.3 hash check
+  if (absl::Status st = CheckExpandedDecapsKey<K>(dk.data()); !st.ok()) return st;
+  // ek is public: a plain comparison.
+  if (!ek.empty() && std::memcmp(ek.data(), dk.data() + L::kDkEkOffset, kEncapsKeyBytes) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Name<K>(), " encapsulation key: does not match the decapsulation key"));
+  }
   return absl::OkStatus();
 }
 

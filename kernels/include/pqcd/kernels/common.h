@@ -4,7 +4,10 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <ranges>
 #include <span>
+#include <type_traits>
+#include <utility>
 
 namespace pqcd::kernels {
 
@@ -13,6 +16,27 @@ static_assert(std::endian::native == std::endian::little,
 
 using Bytes = std::span<const uint8_t>;
 using MutBytes = std::span<uint8_t>;
+
+// Bytes kept in a struct past the statement that sets them (the options of an operation). A plain
+// Bytes binds to a temporary container too (std::span<const T> accepts rvalue ranges), and then
+// views freed memory once the full expression ends:
+//     options.context = std::vector<uint8_t>{1, 2, 3};  // dangling with Bytes
+// BorrowedBytes converts from everything Bytes converts from except such temporaries: lvalues,
+// spans and other borrowed ranges are accepted, an rvalue container is a compile error.
+class BorrowedBytes : public Bytes {
+ public:
+  constexpr BorrowedBytes() noexcept = default;
+  constexpr BorrowedBytes(Bytes view) noexcept : Bytes(view) {}
+  constexpr BorrowedBytes(const uint8_t* data, size_t size) noexcept : Bytes(data, size) {}
+  template <class R>
+  requires(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>) &&
+      std::is_convertible_v<R, Bytes> constexpr BorrowedBytes(R&& range) noexcept
+      : Bytes(std::forward<R>(range)) {}
+  template <class R>
+  requires(!std::is_lvalue_reference_v<R> && !std::ranges::borrowed_range<R>) &&
+      std::is_convertible_v<R, Bytes> BorrowedBytes(R&&) =
+      delete;  // a temporary container: the view would dangle
+};
 
 // Overwrites n bytes at p with zeros in a way the compiler may not elide.
 void SecureZero(void* p, size_t n);
@@ -55,3 +79,7 @@ uint8_t CtCompare(const uint8_t* a, const uint8_t* b, size_t n);
 void CtSelect(uint8_t* dst, const uint8_t* src, size_t n, uint8_t mask);
 
 }  // namespace pqcd::kernels
+
+// Like the std::span it is, a BorrowedBytes does not own what it views.
+template <>
+inline constexpr bool std::ranges::enable_borrowed_range<pqcd::kernels::BorrowedBytes> = true;

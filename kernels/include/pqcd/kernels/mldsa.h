@@ -36,15 +36,17 @@ enum class PreHash : uint8_t {
 std::string_view PreHashName(PreHash ph);  // ACVP spelling: "SHA2-256", "SHAKE-128", ...
 std::optional<PreHash> ParsePreHashName(std::string_view name);
 
-// How a message is turned into mu.
+// How a message is turned into mu. The byte fields are views of the caller's memory, which must
+// outlive the options: BorrowedBytes refuses a temporary container (a compile error, not a view
+// that dangles once the statement ends).
 struct DsaMessageOptions {
-  Bytes context;  // 0..255 bytes (FIPS 204 Alg. 2/3/4/5)
+  BorrowedBytes context;  // 0..255 bytes (FIPS 204 Alg. 2/3/4/5)
   PreHash prehash = PreHash::kNone;
   bool external_mu = false;  // the "message" is mu itself (64 bytes); context/prehash unused
 };
 struct DsaSignOptions : DsaMessageOptions {
   bool deterministic = false;  // rnd = 0^32 instead of fresh randomness
-  Bytes rnd;                   // explicit 32-byte rnd (tests); overrides the two above
+  BorrowedBytes rnd;           // explicit 32-byte rnd (tests); overrides the two above
 };
 
 struct DsaKeyGenItem {
@@ -118,6 +120,14 @@ class MlDsa {
   static absl::Status KeyGen(MutBytes pk, MutBytes sk, RandomSource& rng, MutBytes seed_out = {});
   // FIPS 140-3 style pairwise consistency test: sign a fixed message with sk, verify with pk.
   static absl::Status PairwiseCheck(Bytes pk, Bytes sk);
+  // Complete consistency check of an expanded private key sk = skEncode(rho, K, tr, s1, s2, t0)
+  // (FIPS 204 Alg. 24): every s1/s2 coefficient within [-eta, eta] (the encoding has room for
+  // more), and t0, tr recomputed from rho, s1, s2 as key generation does (Alg. 6: t =
+  // NTT^-1(A-hat NTT(s1)) + s2, (t1, t0) = Power2Round(t), tr = H(pkEncode(rho, t1), 64)) equal
+  // to the key's. pk (optional) must equal the recomputed public key (rho, t1); pk_out (optional,
+  // kPublicKeyBytes) receives it. Only K is unchecked (it is random). Constant time in the secret
+  // parts; only the verdict (and which field failed) is revealed. Costs about one key generation.
+  static absl::Status CheckExpandedPrivateKey(Bytes sk, Bytes pk = {}, MutBytes pk_out = {});
 
   // FIPS 204 Alg. 2 (pure) / Alg. 4 (HashML-DSA) / Alg. 7 with external mu, per options.
   // Hedged unless options.deterministic; options.rnd supplies explicit randomness.
@@ -167,7 +177,12 @@ struct DsaInfo {
   void (*sign_batch)(std::span<DsaSignItem>, RandomSource&);
   void (*verify_batch)(std::span<DsaVerifyItem>);
   absl::Status (*pairwise_check)(Bytes pk, Bytes sk);
+  absl::Status (*check_expanded_sk)(Bytes sk, Bytes pk, MutBytes pk_out);
 };
 const DsaInfo& GetDsaInfo(DsaAlgorithm alg);
+
+// MlDsa<K, L>::CheckExpandedPrivateKey of the parameter set `alg`.
+absl::Status CheckExpandedPrivateKey(DsaAlgorithm alg, Bytes sk, Bytes pk = {},
+                                     MutBytes pk_out = {});
 
 }  // namespace pqcd::kernels

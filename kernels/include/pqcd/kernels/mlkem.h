@@ -83,6 +83,13 @@ class MlKem {
   // FIPS 203 §7.3 input check on an expanded key: length and H(ek) == h. A 64-byte seed is also
   // accepted (it is always well formed).
   static absl::Status CheckDecapsKey(Bytes dk);
+  // Complete consistency check of an expanded key dk = ByteEncode12(ŝ) || ek || h || z (FIPS 203
+  // Alg. 13 and 16): the §7.3 hash check h == H(ek), the §7.2 modulus check of the embedded ek,
+  // dk_PKE canonical, and s = NTT^-1(ŝ), e = NTT^-1(t̂ - Â ∘ ŝ) with every coefficient in
+  // [-eta1, eta1], as key generation makes them. ek (optional) must equal the embedded one.
+  // Only z (random) is unchecked. Constant time in the secret parts (only the verdict, and which
+  // part failed, is revealed). A seed has nothing to check: KeyGenFromSeed re-derives the key.
+  static absl::Status CheckExpandedPrivateKey(Bytes dk, Bytes ek = {});
 
   // FIPS 203 Alg. 17 (Encaps_internal) after the §7.2 check: derandomized, m is 32 bytes.
   static absl::Status EncapsDerand(Bytes ek, Bytes m, MutBytes ct, MutBytes ss);
@@ -124,7 +131,11 @@ struct KemInfo {
   void (*keygen_batch)(std::span<KemKeyGenItem>, RandomSource&);
   void (*encaps_batch)(std::span<KemEncapsItem>, RandomSource&);
   void (*decaps_batch)(std::span<KemDecapsItem>);
+  absl::Status (*check_expanded_dk)(Bytes dk, Bytes ek);
 };
 const KemInfo& GetKemInfo(KemAlgorithm alg);
+
+// MlKem<K>::CheckExpandedPrivateKey of the parameter set `alg`.
+absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek = {});
 
 }  // namespace pqcd::kernels
