@@ -131,7 +131,14 @@ TEST(OpsTest, MetricsAddUpAndPassPromtool) {
   BatchResponse br;
   ASSERT_TRUE(stub->Batch(Ctx().get(), batch, &br).ok());
 
-  const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  // A request is recorded when gRPC is done with it (OnDone), which may be just after the client
+  // has its answer: wait until nothing is in flight.
+  std::string m;
+  for (int i = 0; i < 200; ++i) {
+    m = HttpGet(d.metrics_port(), "/metrics");
+    if (MetricValue(m, "pqcd_inflight_requests") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(MetricValue(m, "pqcd_requests_total{algorithm=\"SHA3-256\",code=\"OK\",rpc=\"Hash\"}"),
             10)
       << m;
@@ -271,7 +278,13 @@ TEST(OpsTest, DrainOnSigtermAnswersInFlightAndExitsZero) {
   hr.set_algorithm(SHA256);
   HashResponse h;
   EXPECT_EQ(stub->Hash(Ctx().get(), hr, &h).error_code(), grpc::UNAVAILABLE);
-  std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  // The refused Hash is recorded when gRPC is done with it: wait until only the HashStream is left.
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {
+    metrics = HttpGet(d.metrics_port(), "/metrics");
+    if (MetricValue(metrics, "pqcd_inflight_requests") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(MetricValue(metrics, "pqcd_draining"), 1);
   EXPECT_EQ(MetricValue(metrics, "pqcd_inflight_requests"), 1);
 
