@@ -571,8 +571,11 @@ class StreamReactor final
   void SlotsDone(Slot* const* slots, size_t n) {
     std::vector<Chunk*> to_free;
     std::unique_lock<std::mutex> lock(mu_);
-    if (broken_) {
-      for (size_t i = 0; i < n; ++i) ForgetSlotLocked(slots[i], &to_free);
+    if (broken_) {  // nobody will read these answers: wipe them (shared secrets, keys) and drop
+      for (size_t i = 0; i < n; ++i) {
+        WipeMessage(slots[i]->result);
+        ForgetSlotLocked(slots[i], &to_free);
+      }
       const bool resume = ResumeReadLocked();
       MaybeFinishLocked(lock);
       if (lock.owns_lock()) lock.unlock();
