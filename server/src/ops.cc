@@ -139,6 +139,11 @@ void OpState::Arm(std::chrono::system_clock::time_point deadline) {
   job.on_complete = [this](engine::Job&, absl::Status status) { Complete(std::move(status)); };
 }
 
+void OpState::Submit(std::chrono::system_clock::time_point deadline) {
+  Arm(deadline);
+  ctx->engine->Submit(&job);
+}
+
 
 absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
   if (key_id.empty() || key_id.size() > 128) {

@@ -43,6 +43,8 @@ struct OpState {
   void Complete(absl::Status status);
   // Sets job.on_complete and the deadline; the job is then ready for Engine::SubmitBurst.
   void Arm(std::chrono::system_clock::time_point deadline);
+  // Arm, then Engine::Submit (one job on its own; the fuzz target drives ops this way).
+  void Submit(std::chrono::system_clock::time_point deadline);
 };
 
 // Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
