@@ -1,20 +1,34 @@
 // KeyStore: the daemon's server-held private keys.
 //
-// On disk: one sealed file per key version, <data_dir>/keys/<key_id>.v<N>.key (see record_codec.h
-// for the record layout). One file per version rather than an append-only log because
-//  - each change is a single atomic rename (create) or unlink (delete): no compaction, no log
-//    replay, and deleted key material really leaves the disk instead of lingering in a log;
-//  - a damaged file affects exactly one key version; the others load regardless;
-//  - key ids are restricted to [A-Za-z0-9._-] and never start with '.', so they are safe file
-//    names and can never collide with our temporary files (".tmp-*") or "." / "..".
-// Version numbers are never reused, also across restarts: deleting a key's newest version(s) while
-// older ones remain first writes an empty marker keys/<key_id>.v<N>.retired (N = the highest
-// version the key ever had), which Open reads back; it goes when a newer version is written or
-// the whole key is deleted (a deleted key id may be created afresh, starting at version 1).
-// Writes go to keys/.tmp-<random> (O_EXCL, 0600), are fsync'ed, renamed into place without
-// replacing anything (renameat2 RENAME_NOREPLACE), and the directory is fsync'ed before the call
-// returns. Deletes unlink and fsync the directory. A LOCK file (flock) keeps a second process from
-// opening the same data directory.
+// On disk (<data_dir>/keys/, see record_codec.h for the byte layouts):
+//  - one sealed file per key version, <owner tag>.<key_id>.v<N>.key, where the owner tag is the hex
+//    of the first 16 bytes of SHA-256(owner) (the owner itself is inside the authenticated record;
+//    a file whose name does not match its authenticated content is rejected). One file per version
+//    rather than an append-only log: each change is one atomic rename or unlink, a damaged file
+//    affects exactly one key version, and deleted key material really leaves the disk;
+//  - MANIFEST, sealed under a key derived from the KEK (distinct from the record key): a counter
+//    that grows with every rewrite, and for every live key its owner, id, highest version ever held
+//    (so version numbers are never reused, also across restarts) and the uid of each live version's
+//    record. A record file is loaded only when the manifest lists its (owner, key_id, version,
+//    uid): a deleted record put back from a backup is reported and not loaded (nor deleted).
+//    Manifest entries without a loadable file are reported too. The manifest is rewritten
+//    atomically (temporary file, fsync, rename, directory fsync) by every Create/AddVersion/Delete;
+//    it is the commit point (written before a new record file, and before deleted files are
+//    unlinked).
+//  - ROTATION, only while a KEK rotation is unfinished (RotateKek): a sealed journal naming the old
+//    and the new KEK's check values. Open refuses the directory while it exists.
+//  - Legacy directories (written before per-owner ids: <key_id>.v<N>.key records of format 1 and
+//    <key_id>.v<N>.retired markers, no MANIFEST) are migrated at Open: each record is re-sealed
+//    with owner = migrate_owner(old owner) under its new name, then the manifest is written (with
+//    the markers' version numbers as high-water marks), then the old files are removed. A crash
+//    part-way is finished by the next Open: where both forms of a record exist the new one wins and
+//    the old one is removed.
+// Key ids are restricted to [A-Za-z0-9._-] and never start with '.', so names never collide with
+// our temporary files (".tmp-*"), "." or "..". Writes go to keys/.tmp-<random> (O_EXCL, 0600), are
+// fsync'ed and renamed into place (renameat2 RENAME_NOREPLACE for records), and the directory is
+// fsync'ed before the call returns. A LOCK file (flock) keeps a second process out of the
+// directory. Errors reading the directory or the manifest (other than "not found") fail Open
+// rather than loading a state that might include deleted versions.
 //
 // Locking: write_mu serializes mutations, including their disk I/O; mu (a reader/writer lock)
 // guards the in-memory map and is held exclusively only for the short in-memory commit, so Get/List
@@ -32,14 +46,17 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "keystore/record_codec.h"
 #include "openssl/rand.h"
@@ -48,52 +65,29 @@
 namespace pqcd::server {
 namespace {
 
+using internal::KeyFileKind;
+using internal::Manifest;
+using internal::ManifestKey;
 using internal::OpenFailure;
 using internal::RecordMeta;
 using internal::RecordSealer;
+using Id = std::pair<std::string, std::string>;  // (owner, key_id)
 
 constexpr char kKeysSubdir[] = "keys";
 constexpr char kTempPrefix[] = ".tmp-";
-constexpr char kRecordSuffix[] = ".key";
-constexpr char kRetiredSuffix[] = ".retired";
-constexpr size_t kMaxKeyIdLength = 128;
+constexpr char kManifestName[] = "MANIFEST";
+constexpr char kJournalName[] = "ROTATION";
+constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};
+constexpr char kJournalMagic[4] = {'P', 'Q', 'K', 'R'};
+constexpr uint32_t kDefaultPageSize = 100;
+constexpr uint32_t kMaxPageSize = 1000;
+// Test-only (documented in RotateKek): _exit(137) after re-sealing this many records.
+constexpr char kRotateAbortEnv[] = "PQCD_TEST_ROTATE_ABORT_AFTER";
 
 absl::Status ValidateKeyId(const std::string& key_id) {
-  bool ok = !key_id.empty() && key_id.size() <= kMaxKeyIdLength && key_id[0] != '.';
-  for (char c : key_id) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-');
-  }
-  if (ok) return absl::OkStatus();
+  if (internal::IsValidKeyId(key_id)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "key_id must be 1..128 characters of [A-Za-z0-9._-] and must not start with '.'");
-}
-
-std::string RecordFileName(const std::string& key_id, uint32_t version) {
-  return absl::StrCat(key_id, ".v", version, kRecordSuffix);
-}
-
-std::string RetiredFileName(const std::string& key_id, uint32_t version) {
-  return absl::StrCat(key_id, ".v", version, kRetiredSuffix);
-}
-
-// Parses "<key_id>.v<N>.retired"; false if the name is not one.
-bool ParseRetiredFileName(const std::string& name, std::string* key_id, uint32_t* version) {
-  if (!name.ends_with(kRetiredSuffix)) return false;
-  const std::string stem = name.substr(0, name.size() - (sizeof(kRetiredSuffix) - 1));
-  const size_t dot_v = stem.rfind(".v");
-  if (dot_v == std::string::npos || dot_v + 2 >= stem.size() || stem.size() - dot_v > 12) {
-    return false;
-  }
-  uint64_t v = 0;
-  for (size_t i = dot_v + 2; i < stem.size(); ++i) {
-    if (stem[i] < '0' || stem[i] > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(stem[i] - '0');
-  }
-  if (v == 0 || v > std::numeric_limits<uint32_t>::max()) return false;
-  *key_id = stem.substr(0, dot_v);
-  *version = static_cast<uint32_t>(v);
-  return ValidateKeyId(*key_id).ok() && RetiredFileName(*key_id, *version) == name;
 }
 
 std::string Errno(int err) {
@@ -144,16 +138,20 @@ absl::Status WriteAll(int fd, const uint8_t* p, size_t n, const std::string& wha
   return absl::OkStatus();
 }
 
-// Reads a whole regular file (at most internal::kMaxRecordBytes) relative to dir_fd.
-absl::StatusOr<std::vector<uint8_t>> ReadRecordFile(int dir_fd, const std::string& name) {
+// Reads a whole regular file (at most max_bytes) relative to dir_fd. NOT_FOUND only for ENOENT.
+absl::StatusOr<std::vector<uint8_t>> ReadRecordFile(int dir_fd, const std::string& name,
+                                                    size_t max_bytes = internal::kMaxRecordBytes) {
   Fd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return absl::InternalError(absl::StrCat("cannot open: ", Errno(errno)));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return absl::NotFoundError("no such file");
+    return absl::InternalError(absl::StrCat("cannot open: ", Errno(errno)));
+  }
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {
     return absl::InternalError(absl::StrCat("cannot stat: ", Errno(errno)));
   }
   if (!S_ISREG(st.st_mode)) return absl::InternalError("not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > internal::kMaxRecordBytes) {
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     return absl::InternalError(absl::StrCat("too large (", st.st_size, " bytes)"));
   }
   std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
@@ -192,116 +190,215 @@ absl::Status NotFound(const std::string& key_id, uint32_t version) {
   return absl::NotFoundError(absl::StrCat("key '", key_id, "' version ", version, " not found"));
 }
 
+absl::Status NotLocked() {
+  return absl::ResourceExhaustedError(
+      "the private key could not be locked in memory (mlock failed: RLIMIT_MEMLOCK exhausted?); "
+      "it was not stored. Raise the limit (ulimit -l, LimitMEMLOCK=) or grant CAP_IPC_LOCK");
+}
+
+absl::StatusOr<std::string> RandomUid() {
+  std::string uid(internal::kUidBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<uint8_t*>(uid.data()), static_cast<int>(uid.size())) != 1) {
+    return absl::InternalError("RAND_bytes failed");
+  }
+  return uid;
+}
+
+std::string Describe(const Id& id, uint32_t version) {
+  return absl::StrCat("owner '", id.first, "' key '", id.second, "' v", version);
+}
+
+// Writes bytes durably to dir/final_name: temporary file, fsync, rename (without replacing an
+// existing file unless `replace`), directory fsync. EEXIST -> ALREADY_EXISTS.
+absl::Status WriteFileAtomic(int dir_fd, const std::string& dir, const std::string& final_name,
+                             const std::vector<uint8_t>& bytes, bool replace) {
+  uint8_t rnd[8];
+  if (RAND_bytes(rnd, sizeof rnd) != 1) return absl::InternalError("RAND_bytes failed");
+  std::string tmp_name = kTempPrefix;
+  for (uint8_t b : rnd) absl::StrAppend(&tmp_name, absl::Hex(b, absl::kZeroPad2));
+  const std::string what = absl::StrCat(dir, "/", final_name);
+  Fd fd(
+      openat(dir_fd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) {
+    return absl::InternalError(absl::StrCat("create temporary file in ", dir, ": ", Errno(errno)));
+  }
+  auto cleanup_tmp = [&] { (void)unlinkat(dir_fd, tmp_name.c_str(), 0); };
+  absl::Status st = WriteAll(fd.get(), bytes.data(), bytes.size(), what);
+  if (st.ok()) st = FsyncFd(fd.get(), what);
+  if (st.ok() && close(fd.Release()) != 0) {  // closed explicitly so an error is seen
+    st = absl::InternalError(absl::StrCat("close ", what, ": ", Errno(errno)));
+  }
+  if (!st.ok()) {
+    cleanup_tmp();
+    return st;
+  }
+  int rc;
+  if (replace) {
+    rc = renameat(dir_fd, tmp_name.c_str(), dir_fd, final_name.c_str());
+  } else {
+    rc = renameat2(dir_fd, tmp_name.c_str(), dir_fd, final_name.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+      // File system without RENAME_NOREPLACE: check, then rename (we hold the directory lock).
+      if (faccessat(dir_fd, final_name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        rc = -1;
+      } else {
+        rc = renameat(dir_fd, tmp_name.c_str(), dir_fd, final_name.c_str());
+      }
+    }
+  }
+  if (rc != 0) {
+    const int err = errno;
+    cleanup_tmp();
+    if (err == EEXIST) return absl::AlreadyExistsError(what);
+    return absl::InternalError(absl::StrCat("rename into ", what, ": ", Errno(err)));
+  }
+  return FsyncFd(dir_fd, dir);
+}
+
+// Page tokens: hex of u32 owner length | owner | key_id (the last key of the previous page).
+std::string EncodePageToken(const Id& last) {
+  std::string raw;
+  const uint32_t n = static_cast<uint32_t>(last.first.size());
+  for (int i = 0; i < 4; ++i) raw.push_back(static_cast<char>(n >> (8 * i)));
+  raw += last.first;
+  raw += last.second;
+  return absl::BytesToHexString(raw);
+}
+
+bool DecodePageToken(const std::string& token, Id* last) {
+  if (token.size() % 2 != 0 || token.size() > 4096) return false;
+  for (char c : token) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  const std::string raw = absl::HexStringToBytes(token);
+  if (raw.size() < 4) return false;
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
+  if (n > raw.size() - 4) return false;
+  last->first = raw.substr(4, n);
+  last->second = raw.substr(4 + n);
+  return internal::IsValidKeyId(last->second);
+}
+
+std::vector<uint8_t> JournalPayload(const RecordSealer& old_kek, const RecordSealer& new_kek) {
+  std::vector<uint8_t> p(old_kek.kek_check().begin(), old_kek.kek_check().end());
+  p.insert(p.end(), new_kek.kek_check().begin(), new_kek.kek_check().end());
+  return p;
+}
+
 }  // namespace
 
 struct KeyStore::Impl {
   struct Entry {
     std::string owner;
+    std::string key_id;
     int algorithm = 0;
     uint32_t high_water = 0;  // highest version ever held: numbers are not reused
-    uint32_t retired = 0;     // version in this key's .retired marker on disk (0: none)
     std::map<uint32_t, KeyRecord> versions;
+    std::map<uint32_t, std::string> uids;  // record uid of each version (persistent stores)
   };
 
   bool persistent = false;
+  uint32_t max_keys_per_owner = 0;
   std::string keys_dir;  // for messages
   Fd keys_dir_fd;
   Fd lock_fd;
-  std::unique_ptr<RecordSealer> sealer;
+  std::unique_ptr<RecordSealer> sealer;                // seals new records and the manifest
+  std::unique_ptr<RecordSealer> old_sealer;            // RotateKek only: the KEK being replaced
+  std::vector<std::pair<Id, uint32_t>> under_old_kek;  // RotateKek: records to re-seal
 
-  std::mutex write_mu;  // serializes Create/AddVersion/Delete (held across disk I/O)
+  std::mutex write_mu;            // serializes Create/AddVersion/Delete (held across disk I/O)
+  uint64_t manifest_counter = 0;  // guarded by write_mu
   mutable std::shared_mutex mu;
-  std::map<std::string, Entry> keys;  // guarded by mu
-  size_t count = 0;                   // guarded by mu
+  std::map<Id, Entry> keys;                 // guarded by mu
+  std::map<std::string, size_t> per_owner;  // keys per owner; guarded by mu
+  size_t count = 0;                         // versions; guarded by mu
 
-  static bool Visible(const Entry& e, const std::string& caller, bool admin) {
-    return admin || e.owner == caller;
+  std::atomic<uint64_t> memlock_refusals{0};
+  std::atomic<uint64_t> quota_refusals{0};
+
+  Manifest Snapshot() const {
+    Manifest m;
+    std::shared_lock lock(mu);
+    for (const auto& [id, e] : keys) {
+      ManifestKey& k = m.keys[id];
+      k.high_water = e.high_water;
+      k.versions = e.uids;
+    }
+    return m;
   }
 
-  // Seals and durably writes one record. Called with write_mu held, mu not held.
-  absl::Status Persist(const KeyRecord& rec) {
-    RecordMeta meta{rec.key_id, rec.version, rec.algorithm, rec.created_unix_ms,
-                    rec.owner,  rec.labels,  rec.public_key};
-    auto sealed = sealer->Seal(meta, *rec.private_key);
+  // Seals and durably replaces keys/MANIFEST. Called with write_mu held.
+  absl::Status WriteManifest(Manifest m) {
+    m.counter = manifest_counter + 1;
+    auto sealed = sealer->SealBlob(kManifestMagic, internal::EncodeManifestPayload(m));
     if (!sealed.ok()) return sealed.status();
-    const std::string final_name = RecordFileName(rec.key_id, rec.version);
-    uint8_t rnd[8];
-    if (RAND_bytes(rnd, sizeof rnd) != 1) return absl::InternalError("RAND_bytes failed");
-    std::string tmp_name = kTempPrefix;
-    for (uint8_t b : rnd) absl::StrAppend(&tmp_name, absl::Hex(b, absl::kZeroPad2));
-    const std::string what = absl::StrCat(keys_dir, "/", final_name);
-
-    Fd fd(openat(keys_dir_fd.get(), tmp_name.c_str(),
-                 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd.valid()) {
-      return absl::InternalError(
-          absl::StrCat("create temporary file in ", keys_dir, ": ", Errno(errno)));
-    }
-    auto cleanup_tmp = [&] { (void)unlinkat(keys_dir_fd.get(), tmp_name.c_str(), 0); };
-    absl::Status st = WriteAll(fd.get(), sealed->data(), sealed->size(), what);
-    if (st.ok()) st = FsyncFd(fd.get(), what);
-    if (st.ok() && close(fd.Release()) != 0) {  // closed explicitly so an error is seen
-      st = absl::InternalError(absl::StrCat("close ", what, ": ", Errno(errno)));
-    }
-    if (!st.ok()) {
-      cleanup_tmp();
+    if (auto st = WriteFileAtomic(keys_dir_fd.get(), keys_dir, kManifestName, *sealed, true);
+        !st.ok()) {
       return st;
     }
-    int rc = renameat2(keys_dir_fd.get(), tmp_name.c_str(), keys_dir_fd.get(), final_name.c_str(),
-                       RENAME_NOREPLACE);
-    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
-      // File system without RENAME_NOREPLACE: check, then rename (we hold the directory lock).
-      if (faccessat(keys_dir_fd.get(), final_name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        errno = EEXIST;
-        rc = -1;
-      } else {
-        rc = renameat(keys_dir_fd.get(), tmp_name.c_str(), keys_dir_fd.get(), final_name.c_str());
-      }
-    }
-    if (rc != 0) {
-      const int err = errno;
-      cleanup_tmp();
-      if (err == EEXIST) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(what,
-                         " already exists on disk but was not loaded (see the load report "
-                         "at start-up); move it away to reuse this key id/version"));
-      }
-      return absl::InternalError(absl::StrCat("rename into ", what, ": ", Errno(err)));
-    }
-    st = FsyncFd(keys_dir_fd.get(), keys_dir);
-    if (!st.ok()) {
-      // Not known to be durable: take it back so memory and disk agree as far as we can tell.
-      (void)unlinkat(keys_dir_fd.get(), final_name.c_str(), 0);
-      return st;
-    }
+    manifest_counter = m.counter;
     return absl::OkStatus();
   }
 
-  // Durably writes the empty marker that versions up to `version` of key_id were used. Called
-  // with write_mu held.
-  absl::Status WriteRetired(const std::string& key_id, uint32_t version) {
-    const std::string name = RetiredFileName(key_id, version);
-    const std::string what = absl::StrCat(keys_dir, "/", name);
-    Fd fd(openat(keys_dir_fd.get(), name.c_str(),
-                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd.valid()) return absl::InternalError(absl::StrCat("create ", what, ": ", Errno(errno)));
-    if (close(fd.Release()) != 0) {
-      return absl::InternalError(absl::StrCat("close ", what, ": ", Errno(errno)));
+  // Seals and durably writes one record. Called with write_mu held, mu not held.
+  absl::Status Persist(const KeyRecord& rec, const std::string& uid, bool replace) {
+    RecordMeta meta{rec.key_id, rec.version, rec.algorithm,  rec.created_unix_ms,
+                    rec.owner,  rec.labels,  rec.public_key, uid};
+    auto sealed = sealer->Seal(meta, *rec.private_key);
+    if (!sealed.ok()) return sealed.status();
+    const std::string name = internal::MakeKeyFileName(rec.owner, rec.key_id, rec.version);
+    absl::Status st = WriteFileAtomic(keys_dir_fd.get(), keys_dir, name, *sealed, replace);
+    if (st.code() == absl::StatusCode::kAlreadyExists) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(keys_dir, "/", name,
+                       " already exists on disk but was not loaded (see the load report at "
+                       "start-up); move it away to reuse this key id/version"));
     }
-    return FsyncFd(keys_dir_fd.get(), keys_dir);
+    return st;
   }
 
-  // Removes a marker that is no longer needed (best effort: a leftover only keeps a number from
-  // being reused, or is removed at the next Open).
-  void RemoveRetired(const std::string& key_id, uint32_t version) {
-    const std::string name = RetiredFileName(key_id, version);
+  void RemoveFile(const std::string& name) {
     if (unlinkat(keys_dir_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
       spdlog::warn("key store: cannot remove {}/{}: {}", keys_dir, name, Errno(errno));
-      return;
     }
-    (void)FsyncFd(keys_dir_fd.get(), keys_dir);
   }
+
+  static KeyRecord ToRecord(internal::OpenResult&& rec, const std::string& owner) {
+    RecordMeta& m = rec.meta;
+    KeyRecord kr;
+    kr.key_id = std::move(m.key_id);
+    kr.version = m.version;
+    kr.algorithm = m.algorithm;
+    kr.created_unix_ms = m.created_unix_ms;
+    kr.labels = std::move(m.labels);
+    kr.owner = owner;
+    kr.public_key = std::move(m.public_key);
+    kr.private_key = std::make_shared<const SecretBytes>(std::move(rec.private_key));
+    return kr;
+  }
+
+  // Adds a loaded record to the map (Open only, single-threaded).
+  void Insert(KeyRecord kr, std::string uid) {
+    const Id id{kr.owner, kr.key_id};
+    auto [it, inserted] = keys.try_emplace(id);
+    Entry& e = it->second;
+    if (inserted) {
+      e.owner = id.first;
+      e.key_id = id.second;
+      e.algorithm = kr.algorithm;
+      ++per_owner[id.first];
+    }
+    e.high_water = std::max(e.high_water, kr.version);
+    e.uids[kr.version] = std::move(uid);
+    e.versions.emplace(kr.version, std::move(kr));
+    ++count;
+  }
+
+  static absl::StatusOr<std::unique_ptr<KeyStore>> OpenImpl(const KeyStoreOptions& options,
+                                                            LoadReport& rep,
+                                                            const std::string* rotate_to);
 };
 
 KeyStore::KeyStore() : impl_(std::make_unique<Impl>()) {}
@@ -309,10 +406,11 @@ KeyStore::KeyStore() : impl_(std::make_unique<Impl>()) {}
 KeyStore::~KeyStore() {
   if (!impl_) return;
   // Drop every held key now (each SecretBytes wipes itself when its last reference goes).
-  std::map<std::string, Impl::Entry> doomed;
+  std::map<Id, Impl::Entry> doomed;
   {
     std::unique_lock lock(impl_->mu);
     doomed.swap(impl_->keys);
+    impl_->per_owner.clear();
     impl_->count = 0;
   }
 }
@@ -326,13 +424,30 @@ size_t KeyStore::size() const {
   return impl_->count;
 }
 
+size_t KeyStore::KeyCount(const std::string& owner) const {
+  std::shared_lock lock(impl_->mu);
+  auto it = impl_->per_owner.find(owner);
+  return it == impl_->per_owner.end() ? 0 : it->second;
+}
+
+KeyStoreCounters KeyStore::counters() const {
+  return {impl_->memlock_refusals.load(), impl_->quota_refusals.load()};
+}
+
 absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& options,
                                                          LoadReport* report) {
   LoadReport local_report;
   LoadReport& rep = report != nullptr ? *report : local_report;
   rep = LoadReport{};
+  return Impl::OpenImpl(options, rep, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStoreOptions& options,
+                                                                   LoadReport& rep,
+                                                                   const std::string* rotate_to) {
   std::unique_ptr<KeyStore> store(new KeyStore());
   Impl& impl = *store->impl_;
+  impl.max_keys_per_owner = options.max_keys_per_owner;
   if (options.data_dir.empty()) {
     if (!options.kek_file.empty()) {
       spdlog::warn("key store: kek_file is set but data_dir is not; keys are held in memory only");
@@ -343,10 +458,20 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& 
     return absl::InvalidArgumentError("key store: kek_file is required when data_dir is set");
   }
   {
-    auto kek = internal::LoadKek(options.kek_file);
+    auto kek = internal::LoadKek(options.kek_file, options.allow_shared_kek_file);
     if (!kek.ok()) return kek.status();
     impl.sealer = std::make_unique<RecordSealer>(*kek);
   }  // the KEK itself is wiped here; only the derived keys stay
+  if (rotate_to != nullptr) {
+    auto kek = internal::LoadKek(*rotate_to, options.allow_shared_kek_file);
+    if (!kek.ok()) return kek.status();
+    impl.old_sealer = std::move(impl.sealer);
+    impl.sealer = std::make_unique<RecordSealer>(*kek);
+    if (impl.sealer->kek_check() == impl.old_sealer->kek_check()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the new KEK in ", *rotate_to, " is the KEK in ", options.kek_file));
+    }
+  }
 
   namespace fs = std::filesystem;
   const fs::path data_dir(options.data_dir);
@@ -384,35 +509,119 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& 
         absl::StrCat("cannot open ", impl.keys_dir, ": ", Errno(errno)));
   }
   impl.persistent = true;
+  const int dir_fd = impl.keys_dir_fd.get();
+  auto fail = [&](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat("key store ", impl.keys_dir, ": ", why));
+  };
 
-  // Scan keys/.
+  // The sealed manifest (absent: a legacy or new directory). Any error but "not found" is fatal:
+  // loading without it could bring deleted records back.
+  std::optional<Manifest> manifest;
+  bool manifest_under_old = false;
+  {
+    auto bytes = ReadRecordFile(dir_fd, kManifestName, internal::kMaxManifestBytes);
+    if (bytes.ok()) {
+      std::vector<uint8_t> plain;
+      std::string reason;
+      OpenFailure f =
+          impl.sealer->OpenBlob(kManifestMagic, bytes->data(), bytes->size(), &plain, &reason);
+      if (f == OpenFailure::kWrongKek && impl.old_sealer != nullptr) {
+        f = impl.old_sealer->OpenBlob(kManifestMagic, bytes->data(), bytes->size(), &plain,
+                                      &reason);
+        manifest_under_old = f == OpenFailure::kNone;
+      }
+      if (f == OpenFailure::kWrongKek) {
+        return fail(absl::StrCat(kManifestName, " is sealed under a different key-encryption key: ",
+                                 "wrong KEK? (", options.kek_file, ")"));
+      }
+      if (f != OpenFailure::kNone) {
+        return fail(absl::StrCat(kManifestName, ": ", reason,
+                                 "; restore it from a backup (nothing was loaded)"));
+      }
+      Manifest m;
+      if (!internal::DecodeManifestPayload(plain.data(), plain.size(), &m)) {
+        return fail(absl::StrCat(kManifestName, ": authenticated but unparsable"));
+      }
+      impl.manifest_counter = m.counter;
+      manifest = std::move(m);
+    } else if (bytes.status().code() != absl::StatusCode::kNotFound) {
+      return fail(absl::StrCat("cannot read ", kManifestName, ": ", bytes.status().message()));
+    }
+  }
+
+  // The rotation journal.
+  {
+    auto bytes = ReadRecordFile(dir_fd, kJournalName);
+    if (!bytes.ok() && bytes.status().code() != absl::StatusCode::kNotFound) {
+      return fail(absl::StrCat("cannot read ", kJournalName, ": ", bytes.status().message()));
+    }
+    const bool journal = bytes.ok();
+    if (journal && rotate_to == nullptr) {
+      return fail(absl::StrCat("a key-encryption key rotation is unfinished (", kJournalName,
+                               " exists); finish it by rerunning pqcd --data-dir ",
+                               options.data_dir,
+                               " --kek-file OLD_KEK --rotate-kek-to NEW_KEK with the same files"));
+    }
+    if (rotate_to != nullptr) {
+      auto want = JournalPayload(*impl.old_sealer, *impl.sealer);
+      if (journal) {
+        std::vector<uint8_t> plain;
+        std::string reason;
+        if (impl.sealer->OpenBlob(kJournalMagic, bytes->data(), bytes->size(), &plain, &reason) !=
+                OpenFailure::kNone ||
+            plain != want) {
+          return fail(absl::StrCat("the unfinished rotation in ", kJournalName,
+                                   " is between other KEKs than ", options.kek_file, " and ",
+                                   *rotate_to));
+        }
+      } else if (!manifest || manifest_under_old) {
+        auto sealed = impl.sealer->SealBlob(kJournalMagic, want);
+        if (!sealed.ok()) return sealed.status();
+        if (auto st = WriteFileAtomic(dir_fd, impl.keys_dir, kJournalName, *sealed, true);
+            !st.ok()) {
+          return st;
+        }
+      }
+    }
+  }
+
+  // Scan keys/. A read error fails Open (it could hide records or legacy markers).
   std::vector<std::string> names;
   {
-    DIR* dir = fdopendir(dup(impl.keys_dir_fd.get()));
-    if (dir == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot list ", impl.keys_dir, ": ", Errno(errno)));
-    }
-    while (dirent* de = readdir(dir)) {
+    DIR* dir = fdopendir(dup(dir_fd));
+    if (dir == nullptr) return fail(absl::StrCat("cannot list: ", Errno(errno)));
+    for (;;) {
+      errno = 0;
+      dirent* de = readdir(dir);
+      if (de == nullptr) {
+        const int err = errno;
+        closedir(dir);
+        if (err != 0) return fail(absl::StrCat("cannot list: ", Errno(err)));
+        break;
+      }
       std::string name = de->d_name;
       if (name != "." && name != "..") names.push_back(std::move(name));
     }
-    closedir(dir);
   }
   std::sort(names.begin(), names.end());
 
+  struct Loaded {
+    std::string name;
+    internal::OpenResult rec;
+    bool under_old = false;
+  };
+  std::vector<Loaded> current, legacy;             // by file name form
+  std::map<std::string, uint32_t> legacy_markers;  // key id -> highest marked version
+  std::vector<std::string> legacy_marker_names;
   size_t auth_failed = 0, wrong_kek = 0;
-  std::vector<internal::OpenResult> loaded;
-  std::map<std::string, std::vector<uint32_t>> retired;  // key id -> versions of its markers
+  auto skip = [&](const std::string& name, const std::string& why) {
+    ++rep.corrupted;
+    rep.problems.push_back(absl::StrCat(kKeysSubdir, "/", name, ": ", why));
+  };
   for (const std::string& name : names) {
-    std::string retired_id;
-    uint32_t retired_version = 0;
-    if (ParseRetiredFileName(name, &retired_id, &retired_version)) {
-      retired[retired_id].push_back(retired_version);
-      continue;
-    }
+    if (name == kManifestName || name == kJournalName) continue;
     if (name.starts_with(kTempPrefix)) {
-      if (unlinkat(impl.keys_dir_fd.get(), name.c_str(), 0) == 0) {
+      if (unlinkat(dir_fd, name.c_str(), 0) == 0) {
         ++rep.temp_files_removed;
       } else {
         spdlog::warn("key store: cannot remove leftover temporary file {}/{}: {}", impl.keys_dir,
@@ -420,116 +629,281 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& 
       }
       continue;
     }
-    if (!name.ends_with(kRecordSuffix)) {
+    if (auto marker = internal::ParseKeyFileName(name, /*legacy=*/true);
+        marker && marker->kind == KeyFileKind::kRetired) {
+      uint32_t& top = legacy_markers[marker->key_id];
+      top = std::max(top, marker->version);
+      legacy_marker_names.push_back(name);
+      continue;
+    }
+    if (!internal::ParseKeyFileName(name, false) && !internal::ParseKeyFileName(name, true)) {
       spdlog::warn("key store: ignoring unexpected file {}/{}", impl.keys_dir, name);
       continue;
     }
-    auto skip = [&](const std::string& why) {
-      ++rep.corrupted;
-      rep.problems.push_back(absl::StrCat(kKeysSubdir, "/", name, ": ", why));
-    };
-    auto bytes = ReadRecordFile(impl.keys_dir_fd.get(), name);
+    auto bytes = ReadRecordFile(dir_fd, name);
     if (!bytes.ok()) {
-      skip(std::string(bytes.status().message()));
+      skip(name, std::string(bytes.status().message()));
       continue;
     }
-    internal::OpenResult rec = impl.sealer->Open(bytes->data(), bytes->size());
-    if (rec.failure != OpenFailure::kNone) {
-      if (rec.failure == OpenFailure::kWrongKek || rec.failure == OpenFailure::kAuthFailed) {
+    Loaded l{name, impl.sealer->Open(bytes->data(), bytes->size()), false};
+    if (l.rec.failure == OpenFailure::kWrongKek && impl.old_sealer != nullptr) {
+      l.rec = impl.old_sealer->Open(bytes->data(), bytes->size());
+      l.under_old = true;
+    }
+    if (l.rec.failure != OpenFailure::kNone) {
+      if (l.rec.failure == OpenFailure::kWrongKek || l.rec.failure == OpenFailure::kAuthFailed) {
         ++auth_failed;
       }
-      if (rec.failure == OpenFailure::kWrongKek) ++wrong_kek;
-      skip(rec.reason);
+      if (l.rec.failure == OpenFailure::kWrongKek) ++wrong_kek;
+      skip(name, l.rec.reason);
       continue;
     }
-    if (!ValidateKeyId(rec.meta.key_id).ok() || rec.meta.version == 0 ||
-        RecordFileName(rec.meta.key_id, rec.meta.version) != name) {
-      skip("file name does not match the sealed key id/version");
+    const RecordMeta& m = l.rec.meta;
+    if (!internal::IsValidKeyId(m.key_id) || m.version == 0) {
+      skip(name, "invalid sealed key id/version");
       continue;
     }
-    if (rec.private_key.empty()) {
-      skip("empty private key");
+    if (l.rec.private_key.empty()) {
+      skip(name, "empty private key");
       continue;
     }
-    loaded.push_back(std::move(rec));
+    if (name == internal::MakeKeyFileName(m.owner, m.key_id, m.version) && !m.uid.empty()) {
+      current.push_back(std::move(l));
+    } else if (name == internal::MakeLegacyKeyFileName(m.key_id, m.version, KeyFileKind::kRecord)) {
+      legacy.push_back(std::move(l));
+    } else {
+      skip(name, "file name does not match the sealed owner/key id/version");
+    }
   }
   if (rep.temp_files_removed > 0) {
-    if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok()) return st;
+    if (auto st = FsyncFd(dir_fd, impl.keys_dir); !st.ok()) return st;
   }
-  if (loaded.empty() && auth_failed > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("key store ", impl.keys_dir, ": none of the ", rep.corrupted,
-                     " key records could be authenticated (", wrong_kek,
-                     " sealed under a different key-encryption key, ", auth_failed - wrong_kek,
-                     " failed the integrity check): wrong KEK?"));
+  if (!manifest && current.empty() && legacy.empty() && auth_failed > 0) {
+    return fail(absl::StrCat("none of the ", rep.corrupted, " key records could be authenticated (",
+                             wrong_kek, " sealed under a different key-encryption key, ",
+                             auth_failed - wrong_kek, " failed the integrity check): wrong KEK?"));
   }
 
-  std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.meta.key_id, a.meta.version) < std::tie(b.meta.key_id, b.meta.version);
-  });
-  {
-    std::unique_lock lock(impl.mu);
-    for (auto& rec : loaded) {
-      RecordMeta& m = rec.meta;
-      auto [it, inserted] = impl.keys.try_emplace(m.key_id);
-      Impl::Entry& e = it->second;
-      if (inserted) {
-        e.owner = m.owner;
-        e.algorithm = m.algorithm;
-      } else if (e.owner != m.owner || e.algorithm != m.algorithm) {
-        ++rep.corrupted;
-        rep.problems.push_back(
-            absl::StrCat(kKeysSubdir, "/", RecordFileName(m.key_id, m.version),
-                         ": owner or algorithm differs from the key's older versions"));
+  auto migrated_owner = [&](const std::string& owner) {
+    return options.migrate_owner ? options.migrate_owner(owner) : owner;
+  };
+  auto unlisted = [&](const std::string& name, const std::string& why) {
+    rep.unlisted.push_back(absl::StrCat(kKeysSubdir, "/", name));
+    rep.problems.push_back(
+        absl::StrCat(kKeysSubdir, "/", name, ": ", why, "; not loaded (left in place)"));
+  };
+  // Accepted records, and what to do with the legacy files.
+  std::vector<std::pair<Loaded*, std::string>> accepted;  // record, its uid
+  std::vector<Loaded*> to_migrate;
+  std::vector<std::string> legacy_to_remove = legacy_marker_names;
+  std::set<std::tuple<std::string, std::string, uint32_t>> current_ids;  // accepted new-form
+  if (manifest) {
+    for (Loaded& l : current) {
+      const RecordMeta& m = l.rec.meta;
+      auto k = manifest->keys.find({m.owner, m.key_id});
+      const std::string* uid = nullptr;
+      if (k != manifest->keys.end()) {
+        auto v = k->second.versions.find(m.version);
+        if (v != k->second.versions.end()) uid = &v->second;
+      }
+      if (uid == nullptr || *uid != m.uid) {
+        unlisted(l.name, uid == nullptr ? "not in the manifest (deleted; restored from a backup?)"
+                                        : "not the record instance the manifest lists (an older "
+                                          "copy restored from a backup?)");
         continue;
       }
-      KeyRecord kr;
-      kr.key_id = m.key_id;
-      kr.version = m.version;
-      kr.algorithm = m.algorithm;
-      kr.created_unix_ms = m.created_unix_ms;
-      kr.labels = std::move(m.labels);
-      kr.owner = std::move(m.owner);
-      kr.public_key = std::move(m.public_key);
-      kr.private_key = std::make_shared<const SecretBytes>(std::move(rec.private_key));
-      e.high_water = std::max(e.high_water, kr.version);
-      e.versions.emplace(kr.version, std::move(kr));
-      ++impl.count;
+      accepted.emplace_back(&l, m.uid);
+      current_ids.emplace(m.owner, m.key_id, m.version);
+    }
+    for (Loaded& l : legacy) {
+      const RecordMeta& m = l.rec.meta;
+      if (current_ids.contains({migrated_owner(m.owner), m.key_id, m.version})) {
+        legacy_to_remove.push_back(l.name);  // a migration finished up to the removal
+      } else {
+        unlisted(l.name, "legacy record not in the manifest");
+      }
+    }
+  } else {
+    // Legacy (or new) directory: new-form files are accepted only as the leftovers of an
+    // interrupted migration, i.e. next to their legacy form.
+    std::set<std::tuple<std::string, std::string, uint32_t>> legacy_ids;
+    for (const Loaded& l : legacy) {
+      legacy_ids.emplace(migrated_owner(l.rec.meta.owner), l.rec.meta.key_id, l.rec.meta.version);
+    }
+    if (!current.empty() && legacy.empty()) {
+      return fail(absl::StrCat(kManifestName, " is missing but ", current.size(),
+                               " owner-qualified record file(s) exist; restore ", kManifestName,
+                               " from a backup (nothing was loaded)"));
+    }
+    for (Loaded& l : current) {
+      const RecordMeta& m = l.rec.meta;
+      if (!legacy_ids.contains({m.owner, m.key_id, m.version})) {
+        unlisted(l.name, "no manifest and no legacy form of this record");
+        continue;
+      }
+      accepted.emplace_back(&l, m.uid);
+      current_ids.emplace(m.owner, m.key_id, m.version);
+    }
+    for (Loaded& l : legacy) {
+      const RecordMeta& m = l.rec.meta;
+      if (!current_ids.contains({migrated_owner(m.owner), m.key_id, m.version})) {
+        to_migrate.push_back(&l);
+      }
+      legacy_to_remove.push_back(l.name);
+    }
+  }
+
+  // Never hold a key in swappable memory.
+  size_t unlocked = 0;
+  for (const auto& [l, uid] : accepted) unlocked += !l->rec.private_key.locked();
+  for (const Loaded* l : to_migrate) unlocked += !l->rec.private_key.locked();
+  if (unlocked > 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "key store ", impl.keys_dir, ": ", unlocked,
+        " private key(s) could not be locked in memory (mlock failed: RLIMIT_MEMLOCK too low?); "
+        "raise the limit (ulimit -l, LimitMEMLOCK=) or grant CAP_IPC_LOCK"));
+  }
+
+  // Load the accepted records.
+  for (auto& [l, uid] : accepted) {
+    const RecordMeta& m = l->rec.meta;
+    const Id id{m.owner, m.key_id};
+    auto it = impl.keys.find(id);
+    if (it != impl.keys.end() && it->second.algorithm != m.algorithm) {
+      skip(l->name, "algorithm differs from the key's other versions");
+      continue;
+    }
+    if (l->under_old) impl.under_old_kek.emplace_back(id, m.version);
+    impl.Insert(ToRecord(std::move(l->rec), id.first), uid);
+    ++rep.loaded;
+  }
+
+  if (manifest) {
+    for (const auto& [id, k] : manifest->keys) {
+      auto it = impl.keys.find(id);
+      for (const auto& [version, uid] : k.versions) {
+        if (it == impl.keys.end() || !it->second.versions.contains(version)) {
+          rep.missing.push_back(Describe(id, version));
+          rep.problems.push_back(absl::StrCat(
+              Describe(id, version), ": listed in the manifest but its record file (", kKeysSubdir,
+              "/", internal::MakeKeyFileName(id.first, id.second, version),
+              ") is missing or could not be loaded"));
+        }
+      }
+      if (it != impl.keys.end()) {
+        it->second.high_water = std::max(it->second.high_water, k.high_water);
+      }
+    }
+  } else {
+    // Migrate: new-form records first, then the manifest, then the old files go.
+    for (Loaded* l : to_migrate) {
+      RecordMeta& m = l->rec.meta;
+      const Id id{migrated_owner(m.owner), m.key_id};
+      auto it = impl.keys.find(id);
+      if (it != impl.keys.end() && it->second.algorithm != m.algorithm) {
+        skip(l->name, "algorithm differs from the key's other versions");
+        std::erase(legacy_to_remove, l->name);
+        continue;
+      }
+      auto uid = RandomUid();
+      if (!uid.ok()) return uid.status();
+      KeyRecord rec = ToRecord(std::move(l->rec), id.first);
+      if (auto st = impl.Persist(rec, *uid, /*replace=*/false); !st.ok()) {
+        return fail(absl::StrCat("migrating ", l->name, ": ", st.message()));
+      }
+      impl.Insert(std::move(rec), *uid);
       ++rep.loaded;
+      ++rep.migrated;
     }
-  }
-  // Markers of retired version numbers: the highest one counts; the others (left by a crash
-  // between writing a new marker and removing the old one) and those of keys that no longer exist
-  // go.
-  for (const auto& [key_id, versions] : retired) {
-    const uint32_t top = *std::max_element(versions.begin(), versions.end());
-    auto it = impl.keys.find(key_id);
-    for (uint32_t v : versions) {
-      if (it == impl.keys.end() || v != top) impl.RemoveRetired(key_id, v);
+    // Markers of retired version numbers (legacy key ids were global: one owner each).
+    for (auto& [id, e] : impl.keys) {
+      auto marker = legacy_markers.find(id.second);
+      if (marker != legacy_markers.end()) {
+        e.high_water = std::max(e.high_water, marker->second);
+      }
     }
-    if (it == impl.keys.end()) continue;
-    it->second.high_water = std::max(it->second.high_water, top);
-    it->second.retired = top;
+    if (auto st = impl.WriteManifest(impl.Snapshot()); !st.ok()) return st;
   }
-  for (const auto& p : rep.problems) spdlog::warn("key store: skipped {}", p);
-  spdlog::info("key store: loaded {} key versions from {} ({} skipped, {} temporary files removed)",
-               rep.loaded, impl.keys_dir, rep.corrupted, rep.temp_files_removed);
+  if (!legacy_to_remove.empty()) {
+    for (const std::string& name : legacy_to_remove) impl.RemoveFile(name);
+    if (auto st = FsyncFd(dir_fd, impl.keys_dir); !st.ok()) return st;
+  }
+  rep.manifest_counter = impl.manifest_counter;
+
+  for (const auto& p : rep.problems) spdlog::warn("key store: {}", p);
+  spdlog::info(
+      "key store: loaded {} key versions from {} ({} skipped, {} not in the manifest, {} missing, "
+      "{} migrated, {} temporary files removed; manifest #{})",
+      rep.loaded, impl.keys_dir, rep.corrupted, rep.unlisted.size(), rep.missing.size(),
+      rep.migrated, rep.temp_files_removed, rep.manifest_counter);
   return store;
 }
 
-absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& key_id, int algorithm,
-                                           std::vector<uint8_t> public_key, SecretBytes private_key,
-                                           std::map<std::string, std::string> labels,
-                                           const std::string& owner) {
+absl::Status KeyStore::RotateKek(const KeyStoreOptions& options, const std::string& new_kek_file,
+                                 LoadReport* report) {
+  LoadReport local_report;
+  LoadReport& rep = report != nullptr ? *report : local_report;
+  rep = LoadReport{};
+  if (options.data_dir.empty() || options.kek_file.empty() || new_kek_file.empty()) {
+    return absl::InvalidArgumentError("KEK rotation needs a data directory, its KEK and a new KEK");
+  }
+  auto store = Impl::OpenImpl(options, rep, &new_kek_file);
+  if (!store.ok()) return store.status();
+  Impl& impl = *(*store)->impl_;
+  std::lock_guard write_lock(impl.write_mu);
+  // Test-only hook (PQCD_TEST_ROTATE_ABORT_AFTER=N): _exit(137) right after N records were
+  // re-sealed, like a kill -9 part-way, so that tests can check that a rerun completes the work.
+  long abort_after = -1;
+  if (const char* env = std::getenv(kRotateAbortEnv); env != nullptr && *env != '\0') {
+    abort_after = std::strtol(env, nullptr, 10);
+  }
+  for (const auto& [id, version] : impl.under_old_kek) {
+    KeyRecord rec;
+    std::string uid;
+    {
+      std::shared_lock lock(impl.mu);
+      const Impl::Entry& e = impl.keys.at(id);
+      rec = e.versions.at(version);
+      uid = e.uids.at(version);
+    }
+    if (auto st = impl.Persist(rec, uid, /*replace=*/true); !st.ok()) return st;
+    ++rep.resealed;
+    if (abort_after >= 0 && rep.resealed >= static_cast<size_t>(abort_after)) _exit(137);
+  }
+  if (auto st = impl.WriteManifest(impl.Snapshot()); !st.ok()) return st;
+  rep.manifest_counter = impl.manifest_counter;
+  if (unlinkat(impl.keys_dir_fd.get(), kJournalName, 0) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        absl::StrCat("remove ", impl.keys_dir, "/", kJournalName, ": ", Errno(errno)));
+  }
+  return FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir);
+}
+
+absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::string& key_id,
+                                           int algorithm, std::vector<uint8_t> public_key,
+                                           SecretBytes private_key,
+                                           std::map<std::string, std::string> labels) {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   if (private_key.empty()) return absl::InvalidArgumentError("private key is empty");
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
   {
     std::shared_lock lock(impl.mu);
-    if (impl.keys.contains(key_id)) {
+    if (impl.keys.contains({owner, key_id})) {
       return absl::AlreadyExistsError(absl::StrCat("key '", key_id, "' already exists"));
     }
+    auto n = impl.per_owner.find(owner);
+    if (impl.max_keys_per_owner != 0 && n != impl.per_owner.end() &&
+        n->second >= impl.max_keys_per_owner) {
+      impl.quota_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this identity already holds ", n->second, " keys, the limit per identity (",
+                       impl.max_keys_per_owner, ", --max-keys-per-owner); delete a key first"));
+    }
+  }
+  if (!private_key.locked()) {
+    impl.memlock_refusals.fetch_add(1, std::memory_order_relaxed);
+    return NotLocked();
   }
   KeyRecord rec;
   rec.key_id = key_id;
@@ -540,33 +914,47 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& key_id, int algori
   rec.owner = owner;
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
+  std::string uid;
   if (impl.persistent) {
-    if (auto st = impl.Persist(rec); !st.ok()) return st;
+    auto u = RandomUid();
+    if (!u.ok()) return u.status();
+    uid = std::move(*u);
+    // The manifest first: a crash before the record is written leaves a "missing" entry (reported
+    // at Open, dropped at the next change), never an unlisted record that blocks the id.
+    Manifest m = impl.Snapshot();
+    ManifestKey& k = m.keys[{owner, key_id}];
+    k.high_water = 1;
+    k.versions[1] = uid;
+    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+    if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
+      (void)impl.WriteManifest(impl.Snapshot());  // best effort: take the entry back
+      return st;
+    }
   }
   std::unique_lock lock(impl.mu);
-  Impl::Entry& e = impl.keys[key_id];
+  Impl::Entry& e = impl.keys[{owner, key_id}];
   e.owner = owner;
+  e.key_id = key_id;
   e.algorithm = algorithm;
   e.high_water = 1;
   e.versions.emplace(1, rec);
+  if (impl.persistent) e.uids.emplace(1, std::move(uid));
+  ++impl.per_owner[owner];
   ++impl.count;
   return rec;
 }
 
-absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& key_id,
+absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const std::string& key_id,
                                                std::vector<uint8_t> public_key,
-                                               SecretBytes private_key, const std::string& caller,
-                                               bool caller_is_admin) {
+                                               SecretBytes private_key) {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
   KeyRecord rec;
   {
     std::shared_lock lock(impl.mu);
-    auto it = impl.keys.find(key_id);
-    if (it == impl.keys.end() || !Impl::Visible(it->second, caller, caller_is_admin)) {
-      return NotFound(key_id);
-    }
+    auto it = impl.keys.find({owner, key_id});
+    if (it == impl.keys.end()) return NotFound(key_id);
     const Impl::Entry& e = it->second;
     if (e.high_water == std::numeric_limits<uint32_t>::max()) {
       return absl::ResourceExhaustedError(absl::StrCat("key '", key_id, "' has no versions left"));
@@ -574,38 +962,47 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& key_id,
     rec.key_id = key_id;
     rec.version = e.high_water + 1;
     rec.algorithm = e.algorithm;
-    rec.owner = e.owner;
+    rec.owner = owner;
     rec.labels = e.versions.rbegin()->second.labels;  // labels carry over to the new version
   }
   if (private_key.empty()) return absl::InvalidArgumentError("private key is empty");
+  if (!private_key.locked()) {
+    impl.memlock_refusals.fetch_add(1, std::memory_order_relaxed);
+    return NotLocked();
+  }
   rec.created_unix_ms = NowUnixMs();
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
+  std::string uid;
   if (impl.persistent) {
-    if (auto st = impl.Persist(rec); !st.ok()) return st;
+    auto u = RandomUid();
+    if (!u.ok()) return u.status();
+    uid = std::move(*u);
+    Manifest m = impl.Snapshot();
+    ManifestKey& k = m.keys[{owner, key_id}];
+    k.high_water = rec.version;
+    k.versions[rec.version] = uid;
+    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+    if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
+      (void)impl.WriteManifest(impl.Snapshot());
+      return st;
+    }
   }
-  uint32_t old_marker = 0;
-  {
-    std::unique_lock lock(impl.mu);
-    Impl::Entry& e = impl.keys[key_id];  // still present: mutations are serialized by write_mu
-    e.high_water = rec.version;
-    e.versions.emplace(rec.version, rec);
-    ++impl.count;
-    std::swap(old_marker, e.retired);
-  }
-  // The new record now carries the highest version number: the marker is redundant.
-  if (old_marker != 0 && impl.persistent) impl.RemoveRetired(key_id, old_marker);
+  std::unique_lock lock(impl.mu);
+  Impl::Entry& e = impl.keys[{owner, key_id}];  // still present: mutations hold write_mu
+  e.high_water = rec.version;
+  e.versions.emplace(rec.version, rec);
+  if (impl.persistent) e.uids.emplace(rec.version, std::move(uid));
+  ++impl.count;
   return rec;
 }
 
-absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& key_id, uint32_t version,
-                                        const std::string& caller, bool caller_is_admin) const {
+absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& owner, const std::string& key_id,
+                                        uint32_t version) const {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   std::shared_lock lock(impl_->mu);
-  auto it = impl_->keys.find(key_id);
-  if (it == impl_->keys.end() || !Impl::Visible(it->second, caller, caller_is_admin)) {
-    return NotFound(key_id);
-  }
+  auto it = impl_->keys.find({owner, key_id});
+  if (it == impl_->keys.end()) return NotFound(key_id);
   const auto& versions = it->second.versions;
   if (version == 0) return versions.rbegin()->second;
   auto v = versions.find(version);
@@ -613,105 +1010,107 @@ absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& key_id, uint32_t vers
   return v->second;
 }
 
-std::vector<uint32_t> KeyStore::Versions(const std::string& key_id, const std::string& caller,
-                                         bool caller_is_admin) const {
+std::vector<uint32_t> KeyStore::Versions(const std::string& owner,
+                                         const std::string& key_id) const {
   std::vector<uint32_t> out;
   std::shared_lock lock(impl_->mu);
-  auto it = impl_->keys.find(key_id);
-  if (it == impl_->keys.end() || !Impl::Visible(it->second, caller, caller_is_admin)) return out;
+  auto it = impl_->keys.find({owner, key_id});
+  if (it == impl_->keys.end()) return out;
   for (const auto& [v, rec] : it->second.versions) out.push_back(v);
   return out;
 }
 
-std::vector<uint32_t> KeyStore::Versions(const std::string& key_id) const {
-  return Versions(key_id, std::string(), /*caller_is_admin=*/true);
-}
-
-std::vector<KeyRecord> KeyStore::List(
-    const std::string& caller, bool caller_is_admin,
-    const std::map<std::string, std::string>& label_selector) const {
-  std::vector<KeyRecord> out;
+std::vector<std::string> KeyStore::OwnersOf(const std::string& key_id) const {
+  std::vector<std::string> out;
   std::shared_lock lock(impl_->mu);
   for (const auto& [id, e] : impl_->keys) {
-    if (!Impl::Visible(e, caller, caller_is_admin)) continue;
-    const KeyRecord& newest = e.versions.rbegin()->second;
-    if (LabelsMatch(newest.labels, label_selector)) out.push_back(newest);
+    if (id.second == key_id) out.push_back(id.first);
   }
   return out;
 }
 
-absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& key_id, uint32_t version,
-                                          const std::string& caller, bool caller_is_admin) {
+absl::StatusOr<KeyStore::ListPage> KeyStore::List(
+    const std::string* owner, const std::map<std::string, std::string>& label_selector,
+    uint32_t page_size, const std::string& page_token) const {
+  if (page_size == 0) page_size = kDefaultPageSize;
+  page_size = std::min(page_size, kMaxPageSize);
+  Id after;
+  const bool resume = !page_token.empty();
+  if (resume &&
+      (!DecodePageToken(page_token, &after) || (owner != nullptr && after.first != *owner))) {
+    return absl::InvalidArgumentError("page_token: not a token of this listing");
+  }
+  ListPage page;
+  std::shared_lock lock(impl_->mu);
+  auto it = resume ? impl_->keys.upper_bound(after)
+                   : (owner != nullptr ? impl_->keys.lower_bound({*owner, std::string()})
+                                       : impl_->keys.begin());
+  for (; it != impl_->keys.end(); ++it) {
+    if (owner != nullptr && it->first.first != *owner) break;
+    const KeyRecord& newest = it->second.versions.rbegin()->second;
+    if (!LabelsMatch(newest.labels, label_selector)) continue;
+    if (page.keys.size() == page_size) {  // one more exists: the page is full
+      page.next_page_token = EncodePageToken(after);
+      break;
+    }
+    page.keys.push_back(newest);
+    after = it->first;
+  }
+  return page;
+}
+
+absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::string& key_id,
+                                          uint32_t version) {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
-  std::vector<uint32_t> targets;  // ascending: a crash part-way leaves the newest versions
-  bool need_marker = false;       // the newest version goes while older ones stay
-  uint32_t high_water = 0, marker = 0;
+  const Id id{owner, key_id};
+  std::vector<uint32_t> targets;
   {
     std::shared_lock lock(impl.mu);
-    auto it = impl.keys.find(key_id);
-    if (it == impl.keys.end() || !Impl::Visible(it->second, caller, caller_is_admin)) {
-      return NotFound(key_id);
-    }
+    auto it = impl.keys.find(id);
+    if (it == impl.keys.end()) return NotFound(key_id);
     const Impl::Entry& e = it->second;
     if (version == 0) {
       for (const auto& [v, rec] : e.versions) targets.push_back(v);
     } else if (e.versions.contains(version)) {
       targets.push_back(version);
-      need_marker = e.versions.size() > 1 && version == e.versions.rbegin()->first;
     } else {
       return NotFound(key_id, version);
     }
-    high_water = e.high_water;
-    marker = e.retired;
-  }
-  absl::Status io_status;
-  size_t removed = targets.size();
-  if (impl.persistent && need_marker && marker != high_water) {
-    // Durably before the record goes, so that a restart cannot hand out its number again.
-    if (auto st = impl.WriteRetired(key_id, high_water); !st.ok()) return st;
-    if (marker != 0) impl.RemoveRetired(key_id, marker);
-    marker = high_water;
   }
   if (impl.persistent) {
-    for (size_t i = 0; i < targets.size(); ++i) {
-      const std::string name = RecordFileName(key_id, targets[i]);
-      if (unlinkat(impl.keys_dir_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
-        io_status = absl::InternalError(
-            absl::StrCat("delete ", impl.keys_dir, "/", name, ": ", Errno(errno)));
-        removed = i;
-        break;
-      }
-    }
-    if (removed > 0) {
-      if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok() && io_status.ok()) {
-        io_status = st;  // the files are gone from the namespace; durability unknown
-      }
+    // The manifest is the commit point: once it no longer lists the records they can never load
+    // again, even if unlinking them fails or a copy is put back later.
+    Manifest m = impl.Snapshot();
+    ManifestKey& k = m.keys[id];
+    for (uint32_t v : targets) k.versions.erase(v);
+    if (k.versions.empty()) m.keys.erase(id);  // the id may be created afresh, from version 1
+    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+    for (uint32_t v : targets) impl.RemoveFile(internal::MakeKeyFileName(owner, key_id, v));
+    if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok()) {
+      spdlog::warn("key store: {}",
+                   std::string(st.message()));  // committed; the files are dead either way
     }
   }
   std::vector<std::shared_ptr<const SecretBytes>> doomed;  // released after the lock
   {
     std::unique_lock lock(impl.mu);
-    auto it = impl.keys.find(key_id);
-    it->second.retired = marker;
-    for (size_t i = 0; i < removed; ++i) {
-      auto v = it->second.versions.find(targets[i]);
-      doomed.push_back(std::move(v->second.private_key));
-      it->second.versions.erase(v);
+    auto it = impl.keys.find(id);
+    for (uint32_t v : targets) {
+      auto rec = it->second.versions.find(v);
+      doomed.push_back(std::move(rec->second.private_key));
+      it->second.versions.erase(rec);
+      it->second.uids.erase(v);
       --impl.count;
     }
     if (it->second.versions.empty()) {
       impl.keys.erase(it);
-    } else {
-      marker = 0;  // still needed
+      if (--impl.per_owner[owner] == 0) impl.per_owner.erase(owner);
     }
   }
-  // The whole key is gone: its id may be created afresh, so its marker goes too.
-  if (impl.persistent && marker != 0) impl.RemoveRetired(key_id, marker);
   doomed.clear();
-  if (!io_status.ok()) return io_status;
-  return static_cast<uint32_t>(removed);
+  return static_cast<uint32_t>(targets.size());
 }
 
 }  // namespace pqcd::server

@@ -2,17 +2,26 @@
 // identities.
 //
 // Contract (the service layer relies on it):
+// - Key ids are per owner: two owners may each hold a key "k". The store does no rights checks:
+//   the caller passes the owner whose key it addresses (the service layer decides who may do
+//   what).
 // - Create/AddVersion/Delete return only after the change is durable (write to a temporary file,
-//   fsync, rename, fsync the directory) when a data directory is configured.
+//   fsync, rename, fsync the directory; then the sealed manifest) when a data directory is
+//   configured.
+// - A held private key is never kept in swappable memory: Create/AddVersion refuse a key whose
+//   buffer could not be mlock'ed (RESOURCE_EXHAUSTED), and Open refuses to load keys it cannot
+//   lock.
 // - A record that fails authentication (wrong KEK, torn or corrupted write) is reported and
-// skipped;
-//   a wrong KEK for every record is a hard error at Open.
+//   skipped; a record file that the sealed manifest does not list (a deleted record restored from a
+//   backup) is reported and neither loaded nor deleted; a wrong KEK is a hard error at Open.
 // - Private key bytes never appear in a log line, an error message or an exception.
 // - Audit lines for key-management actions are written by the service layer, not here.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,7 +34,8 @@
 
 namespace pqcd::server {
 
-// A byte buffer in mlock'ed memory, zeroized on destruction. Move-only.
+// A byte buffer in mlock'ed memory, zeroized on destruction. Move-only. If mlock fails
+// (RLIMIT_MEMLOCK exhausted, no CAP_IPC_LOCK) the buffer still works but locked() is false.
 class SecretBytes {
  public:
   SecretBytes() = default;
@@ -41,12 +51,15 @@ class SecretBytes {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Whether the buffer is locked in RAM (mlock succeeded). False for an empty buffer.
+  bool locked() const { return locked_; }
 
  private:
   void Release();
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  bool locked_ = false;
 };
 
 // Algorithm is the numeric value of pqc.v1.Algorithm (kept as int so this layer needs no protobuf).
@@ -65,48 +78,85 @@ struct KeyRecord {
 struct KeyStoreOptions {
   std::string data_dir;  // empty: memory only
   std::string kek_file;  // 32 raw bytes or 64 hex characters; required with data_dir
+  // Otherwise Open refuses a KEK file that group or others may read, write or execute.
+  bool allow_shared_kek_file = false;
+  uint32_t max_keys_per_owner = 0;  // 0: unlimited; counts keys (not versions) per owner
+  // Maps the owners of records written by older versions (legacy file names) when Open migrates
+  // them; null: keep them as they are.
+  std::function<std::string(const std::string& legacy_owner)> migrate_owner;
 };
 
 struct LoadReport {
   size_t loaded = 0;
   size_t corrupted = 0;               // records that failed authentication or parsing (skipped)
-  std::vector<std::string> problems;  // one line per skipped record (file name and reason)
+  std::vector<std::string> problems;  // one line per skipped/unlisted/missing record, with reason
   size_t temp_files_removed = 0;      // leftovers of interrupted writes, deleted at Open
+  size_t migrated = 0;                // legacy records re-sealed under owner-qualified names
+  // Record files that the sealed manifest does not list (deleted records restored from a backup,
+  // or leftovers of a crash): not loaded and left in place. Names relative to the data directory.
+  std::vector<std::string> unlisted;
+  // Manifest entries (owner/key_id vN) whose record file is absent or could not be loaded.
+  std::vector<std::string> missing;
+  uint64_t manifest_counter = 0;  // of the manifest after Open (it grows with every change)
+  size_t resealed = 0;            // RotateKek: records re-sealed under the new KEK
+};
+
+struct KeyStoreCounters {
+  uint64_t memlock_refusals = 0;  // Create/AddVersion refused: the private key was not mlock'ed
+  uint64_t quota_refusals = 0;    // Create refused: max_keys_per_owner reached
 };
 
 class KeyStore {
  public:
   static absl::StatusOr<std::unique_ptr<KeyStore>> Open(const KeyStoreOptions& options,
                                                         LoadReport* report = nullptr);
+  // Re-seals every record and the manifest of options.data_dir (sealed under options.kek_file)
+  // under the KEK in new_kek_file. Needs exclusive use of the directory (the daemon stopped).
+  // Resumable: a sealed journal (keys/ROTATION) is written first; until the rotation completes,
+  // Open refuses the directory and a rerun with the same arguments finishes the work. After it,
+  // only the new KEK opens the directory. report: what was loaded and re-sealed.
+  static absl::Status RotateKek(const KeyStoreOptions& options, const std::string& new_kek_file,
+                                LoadReport* report = nullptr);
   ~KeyStore();
 
   bool persistent() const;
 
-  // Adds a new key (version 1). ALREADY_EXISTS if key_id is taken (by anyone).
-  absl::StatusOr<KeyRecord> Create(const std::string& key_id, int algorithm,
-                                   std::vector<uint8_t> public_key, SecretBytes private_key,
-                                   std::map<std::string, std::string> labels,
-                                   const std::string& owner);
-  // Adds version N+1 under key_id. The caller generates the new key pair.
-  absl::StatusOr<KeyRecord> AddVersion(const std::string& key_id, std::vector<uint8_t> public_key,
-                                       SecretBytes private_key, const std::string& caller,
-                                       bool caller_is_admin);
-  // version 0 = newest. NOT_FOUND when missing or owned by someone else (unless admin).
-  absl::StatusOr<KeyRecord> Get(const std::string& key_id, uint32_t version,
-                                const std::string& caller, bool caller_is_admin) const;
-  // All versions of key_id, oldest first; empty when the key is missing or not visible to caller.
-  std::vector<uint32_t> Versions(const std::string& key_id, const std::string& caller,
-                                 bool caller_is_admin) const;
-  // All versions of key_id regardless of owner (administrative/internal use only: it does not hide
-  // other identities' keys).
-  std::vector<uint32_t> Versions(const std::string& key_id) const;
-  // Newest version of every key visible to caller, optionally filtered by labels.
-  std::vector<KeyRecord> List(const std::string& caller, bool caller_is_admin,
-                              const std::map<std::string, std::string>& label_selector) const;
+  // Adds a new key (version 1) for owner. ALREADY_EXISTS only if this owner has key_id;
+  // RESOURCE_EXHAUSTED when the owner already has max_keys_per_owner keys, or when private_key is
+  // not locked in memory.
+  absl::StatusOr<KeyRecord> Create(const std::string& owner, const std::string& key_id,
+                                   int algorithm, std::vector<uint8_t> public_key,
+                                   SecretBytes private_key,
+                                   std::map<std::string, std::string> labels);
+  // Adds version N+1 of owner's key_id (the caller generates the key pair). NOT_FOUND;
+  // RESOURCE_EXHAUSTED when private_key is not locked in memory.
+  absl::StatusOr<KeyRecord> AddVersion(const std::string& owner, const std::string& key_id,
+                                       std::vector<uint8_t> public_key, SecretBytes private_key);
+  // version 0 = newest. NOT_FOUND.
+  absl::StatusOr<KeyRecord> Get(const std::string& owner, const std::string& key_id,
+                                uint32_t version) const;
+  // All versions of owner's key_id, oldest first; empty when missing.
+  std::vector<uint32_t> Versions(const std::string& owner, const std::string& key_id) const;
+
+  struct ListPage {
+    std::vector<KeyRecord> keys;  // newest version of each key
+    std::string next_page_token;  // empty: no more pages
+  };
+  // Newest version of the keys of owner (nullptr: of every owner) whose labels include
+  // label_selector, in (owner, key_id) order. page_size 0: 100; at most 1000. page_token: ""
+  // or a next_page_token of the same query (INVALID_ARGUMENT otherwise).
+  absl::StatusOr<ListPage> List(const std::string* owner,
+                                const std::map<std::string, std::string>& label_selector,
+                                uint32_t page_size, const std::string& page_token) const;
   // version 0 = all versions. Returns how many were deleted; zeroizes them in memory.
-  absl::StatusOr<uint32_t> Delete(const std::string& key_id, uint32_t version,
-                                  const std::string& caller, bool caller_is_admin);
-  size_t size() const;  // number of held key versions
+  absl::StatusOr<uint32_t> Delete(const std::string& owner, const std::string& key_id,
+                                  uint32_t version);
+
+  // Owners that hold a key named key_id (administrative lookups).
+  std::vector<std::string> OwnersOf(const std::string& key_id) const;
+  size_t KeyCount(const std::string& owner) const;  // keys (not versions) of owner
+  size_t size() const;                              // number of held key versions
+  KeyStoreCounters counters() const;
 
  private:
   KeyStore();

@@ -10,22 +10,28 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "openssl/crypto.h"
 #include "openssl/evp.h"
 #include "openssl/hmac.h"
 #include "openssl/rand.h"
+#include "openssl/sha.h"
 #include "spdlog/spdlog.h"
 
 namespace pqcd::server::internal {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'P', 'Q', 'K', 'S'};
-constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kFormatV1 = 1;       // no uid (read for migration only)
+constexpr uint16_t kFormatVersion = 2;  // written
 constexpr size_t kNonceBytes = 12;
 constexpr size_t kTagBytes = 16;
-constexpr size_t kPrefixBytes = 4 + 2 + 2 + 8 + kNonceBytes;  // up to and including the nonce
 constexpr char kAeadKeyLabel[] = "pqcd/keystore/v1/aes-256-gcm";
 constexpr char kKekCheckLabel[] = "pqcd/keystore/v1/kek-check";
+constexpr char kBlobKeyLabel[] = "pqcd/keystore/v1/manifest-aes-256-gcm";
+constexpr uint16_t kBlobFormat = 1;
+constexpr char kRecordSuffix[] = ".key";
+constexpr char kRetiredSuffix[] = ".retired";
 
 // ---- little-endian writer / bounds-checked reader --------------------------------------------
 
@@ -114,9 +120,10 @@ void EncodeMeta(const RecordMeta& m, std::vector<uint8_t>& out) {
     PutBytes(out, v.data(), v.size());
   }
   PutBytes(out, m.public_key.data(), m.public_key.size());
+  PutBytes(out, m.uid.data(), m.uid.size());
 }
 
-bool DecodeMeta(const uint8_t* p, size_t n, RecordMeta* m) {
+bool DecodeMeta(const uint8_t* p, size_t n, uint16_t format, RecordMeta* m) {
   Reader r(p, n);
   uint32_t alg, count;
   uint64_t created;
@@ -131,7 +138,28 @@ bool DecodeMeta(const uint8_t* p, size_t n, RecordMeta* m) {
     if (!r.Str(&k) || !r.Str(&v)) return false;
     m->labels[std::move(k)] = std::move(v);
   }
-  return r.Bytes(&m->public_key) && r.left() == 0;
+  if (!r.Bytes(&m->public_key)) return false;
+  if (format != kFormatV1 && (!r.Str(&m->uid) || m->uid.size() != kUidBytes)) return false;
+  return r.left() == 0;
+}
+
+// Parses "<key_id>.v<N><suffix>" (the legacy form and the tail of the owner-qualified one).
+bool ParseIdVersion(std::string_view stem, std::string* key_id, uint32_t* version) {
+  const size_t dot_v = stem.rfind(".v");
+  if (dot_v == std::string_view::npos || dot_v + 2 >= stem.size() || stem.size() - dot_v > 12) {
+    return false;
+  }
+  if (stem[dot_v + 2] == '0') return false;  // no leading zeros: one name per version
+  uint64_t v = 0;
+  for (size_t i = dot_v + 2; i < stem.size(); ++i) {
+    if (stem[i] < '0' || stem[i] > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(stem[i] - '0');
+  }
+  if (v == 0 || v > 0xffffffffull) return false;
+  if (!IsValidKeyId(stem.substr(0, dot_v))) return false;
+  key_id->assign(stem.substr(0, dot_v));
+  *version = static_cast<uint32_t>(v);
+  return true;
 }
 
 struct CtxFree {
@@ -165,7 +193,7 @@ int32_t HexNibble(uint8_t c, int32_t* bad) {
 
 }  // namespace
 
-absl::StatusOr<SecretBytes> LoadKek(const std::string& path) {
+absl::StatusOr<SecretBytes> LoadKek(const std::string& path, bool allow_shared) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::FailedPreconditionError(
@@ -182,6 +210,12 @@ absl::StatusOr<SecretBytes> LoadKek(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("KEK file ", path, " is not a regular file"));
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && !allow_shared) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "KEK file %s is accessible by group or others (mode %04o): restrict it with "
+        "'chmod 600 %s' (or start pqcd with --allow-shared-kek-file to accept it)",
+        path, static_cast<unsigned>(st.st_mode & 07777), path));
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     spdlog::warn(
@@ -234,8 +268,9 @@ absl::StatusOr<SecretBytes> LoadKek(const std::string& path) {
   return kek;
 }
 
-RecordSealer::RecordSealer(const SecretBytes& kek) : aead_key_(32) {
+RecordSealer::RecordSealer(const SecretBytes& kek) : aead_key_(32), blob_key_(32) {
   DeriveKey(kek, kAeadKeyLabel, aead_key_.data());
+  DeriveKey(kek, kBlobKeyLabel, blob_key_.data());
   SecretBytes check(32);
   DeriveKey(kek, kKekCheckLabel, check.data());
   std::memcpy(kek_check_.data(), check.data(), kek_check_.size());
@@ -243,6 +278,7 @@ RecordSealer::RecordSealer(const SecretBytes& kek) : aead_key_(32) {
 
 absl::StatusOr<std::vector<uint8_t>> RecordSealer::Seal(const RecordMeta& meta,
                                                         const SecretBytes& private_key) const {
+  if (meta.uid.size() != kUidBytes) return absl::InternalError("record uid is not set");
   std::vector<uint8_t> out;
   out.insert(out.end(), kMagic, kMagic + 4);
   PutU16(out, kFormatVersion);
@@ -303,7 +339,7 @@ OpenResult RecordSealer::Open(const uint8_t* data, size_t size) const {
   if (!r.U16(&format) || !r.U16(&flags) || !r.Skip(8, &check) || !r.Skip(kNonceBytes, &nonce)) {
     return fail(OpenFailure::kMalformed, "truncated header");
   }
-  if (format != kFormatVersion || flags != 0) {
+  if ((format != kFormatVersion && format != kFormatV1) || flags != 0) {
     return fail(OpenFailure::kMalformed,
                 absl::StrCat("unsupported record format ", format, " (flags ", flags, ")"));
   }
@@ -339,11 +375,194 @@ OpenResult RecordSealer::Open(const uint8_t* data, size_t size) const {
   if (!ok) {
     return fail(OpenFailure::kAuthFailed, "authentication failed (corrupted or tampered)");
   }
-  if (!DecodeMeta(meta, meta_len, &res.meta)) {
+  if (!DecodeMeta(meta, meta_len, format, &res.meta)) {
     return fail(OpenFailure::kMalformed, "authenticated but unparsable metadata");
   }
   res.private_key = std::move(plain);
   return res;
+}
+
+bool IsValidKeyId(std::string_view key_id) {
+  bool ok = !key_id.empty() && key_id.size() <= kMaxKeyIdLength && key_id[0] != '.';
+  for (char c : key_id) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-');
+  }
+  return ok;
+}
+
+std::string OwnerTag(std::string_view owner) {
+  uint8_t digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const uint8_t*>(owner.data()), owner.size(), digest);
+  std::string out;
+  for (size_t i = 0; i < kOwnerTagChars / 2; ++i) {
+    absl::StrAppend(&out, absl::Hex(digest[i], absl::kZeroPad2));
+  }
+  return out;
+}
+
+std::string MakeKeyFileName(std::string_view owner, std::string_view key_id, uint32_t version) {
+  return absl::StrCat(OwnerTag(owner), ".", std::string(key_id), ".v", version, kRecordSuffix);
+}
+
+std::string MakeLegacyKeyFileName(std::string_view key_id, uint32_t version, KeyFileKind kind) {
+  return absl::StrCat(std::string(key_id), ".v", version,
+                      kind == KeyFileKind::kRecord ? kRecordSuffix : kRetiredSuffix);
+}
+
+std::optional<KeyFileName> ParseKeyFileName(std::string_view name, bool legacy) {
+  KeyFileName out;
+  out.legacy = legacy;
+  std::string_view stem;
+  if (name.ends_with(kRecordSuffix)) {
+    stem = name.substr(0, name.size() - (sizeof(kRecordSuffix) - 1));
+    out.kind = KeyFileKind::kRecord;
+  } else if (legacy && name.ends_with(kRetiredSuffix)) {
+    stem = name.substr(0, name.size() - (sizeof(kRetiredSuffix) - 1));
+    out.kind = KeyFileKind::kRetired;
+  } else {
+    return std::nullopt;
+  }
+  if (!legacy) {
+    if (stem.size() < kOwnerTagChars + 1 || stem[kOwnerTagChars] != '.') return std::nullopt;
+    for (size_t i = 0; i < kOwnerTagChars; ++i) {
+      const char c = stem[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    }
+    out.owner_tag.assign(stem.substr(0, kOwnerTagChars));
+    stem.remove_prefix(kOwnerTagChars + 1);
+  }
+  if (!ParseIdVersion(stem, &out.key_id, &out.version)) return std::nullopt;
+  return out;
+}
+
+std::vector<uint8_t> EncodeManifestPayload(const Manifest& m) {
+  std::vector<uint8_t> out;
+  PutU64(out, m.counter);
+  PutU32(out, static_cast<uint32_t>(m.keys.size()));
+  for (const auto& [id, key] : m.keys) {
+    PutBytes(out, id.first.data(), id.first.size());
+    PutBytes(out, id.second.data(), id.second.size());
+    PutU32(out, key.high_water);
+    PutU32(out, static_cast<uint32_t>(key.versions.size()));
+    for (const auto& [version, uid] : key.versions) {
+      PutU32(out, version);
+      PutBytes(out, uid.data(), uid.size());
+    }
+  }
+  return out;
+}
+
+bool DecodeManifestPayload(const uint8_t* data, size_t size, Manifest* m) {
+  Reader r(data, size);
+  uint32_t key_count = 0;
+  if (!r.U64(&m->counter) || !r.U32(&key_count)) return false;
+  m->keys.clear();
+  for (uint32_t i = 0; i < key_count; ++i) {
+    std::string owner, key_id;
+    ManifestKey key;
+    uint32_t version_count = 0;
+    if (!r.Str(&owner) || !r.Str(&key_id) || !r.U32(&key.high_water) || !r.U32(&version_count) ||
+        !IsValidKeyId(key_id) || version_count == 0) {
+      return false;
+    }
+    for (uint32_t j = 0; j < version_count; ++j) {
+      uint32_t version = 0;
+      std::string uid;
+      if (!r.U32(&version) || !r.Str(&uid) || uid.size() != kUidBytes || version == 0 ||
+          version > key.high_water || !key.versions.emplace(version, std::move(uid)).second) {
+        return false;
+      }
+    }
+    if (!m->keys.emplace(std::make_pair(std::move(owner), std::move(key_id)), std::move(key))
+             .second) {
+      return false;
+    }
+  }
+  return r.left() == 0;
+}
+
+absl::StatusOr<std::vector<uint8_t>> RecordSealer::SealBlob(
+    const char magic[4], const std::vector<uint8_t>& plain) const {
+  std::vector<uint8_t> out;
+  out.insert(out.end(), magic, magic + 4);
+  PutU16(out, kBlobFormat);
+  PutU16(out, 0);
+  out.insert(out.end(), kek_check_.begin(), kek_check_.end());
+  uint8_t nonce[kNonceBytes];
+  if (RAND_bytes(nonce, sizeof nonce) != 1) {
+    return absl::InternalError("random nonce generation failed");
+  }
+  out.insert(out.end(), nonce, nonce + kNonceBytes);
+  if (plain.size() > kMaxManifestBytes) return absl::InternalError("sealed blob too large");
+  PutU32(out, static_cast<uint32_t>(plain.size()));
+  const size_t aad_len = out.size();
+  out.resize(aad_len + plain.size() + kTagBytes);
+  CipherCtx ctx(EVP_CIPHER_CTX_new());
+  int len = 0;
+  bool ok =
+      ctx != nullptr &&
+      EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, blob_key_.data(), nonce) == 1 &&
+      EVP_EncryptUpdate(ctx.get(), nullptr, &len, out.data(), static_cast<int>(aad_len)) == 1;
+  if (ok && !plain.empty()) {
+    ok = EVP_EncryptUpdate(ctx.get(), out.data() + aad_len, &len, plain.data(),
+                           static_cast<int>(plain.size())) == 1;
+  }
+  ok = ok && EVP_EncryptFinal_ex(ctx.get(), out.data() + aad_len + plain.size(), &len) == 1 &&
+       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, kTagBytes,
+                           out.data() + aad_len + plain.size()) == 1;
+  if (!ok) return absl::InternalError("AES-256-GCM sealing failed in OpenSSL");
+  return out;
+}
+
+OpenFailure RecordSealer::OpenBlob(const char magic[4], const uint8_t* data, size_t size,
+                                   std::vector<uint8_t>* plain, std::string* reason) const {
+  Reader r(data, size);
+  const uint8_t *m, *check, *nonce, *ct, *tag;
+  uint16_t format, flags;
+  uint32_t ct_len;
+  if (!r.Skip(4, &m) || std::memcmp(m, magic, 4) != 0) {
+    *reason = "bad magic";
+    return OpenFailure::kMalformed;
+  }
+  if (!r.U16(&format) || !r.U16(&flags) || !r.Skip(8, &check) || !r.Skip(kNonceBytes, &nonce) ||
+      !r.U32(&ct_len)) {
+    *reason = "truncated header";
+    return OpenFailure::kMalformed;
+  }
+  if (format != kBlobFormat || flags != 0) {
+    *reason = absl::StrCat("unsupported format ", format, " (flags ", flags, ")");
+    return OpenFailure::kMalformed;
+  }
+  const size_t aad_len = r.pos();
+  if (!r.Skip(ct_len, &ct) || !r.Skip(kTagBytes, &tag) || r.left() != 0) {
+    *reason = absl::StrCat("truncated or trailing bytes (", size, " bytes)");
+    return OpenFailure::kMalformed;
+  }
+  if (CRYPTO_memcmp(check, kek_check_.data(), kek_check_.size()) != 0) {
+    *reason = "sealed under a different key-encryption key";
+    return OpenFailure::kWrongKek;
+  }
+  plain->assign(ct_len, 0);
+  CipherCtx ctx(EVP_CIPHER_CTX_new());
+  int len = 0;
+  bool ok =
+      ctx != nullptr &&
+      EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, blob_key_.data(), nonce) == 1 &&
+      EVP_DecryptUpdate(ctx.get(), nullptr, &len, data, static_cast<int>(aad_len)) == 1;
+  if (ok && ct_len != 0) {
+    ok = EVP_DecryptUpdate(ctx.get(), plain->data(), &len, ct, static_cast<int>(ct_len)) == 1;
+  }
+  ok = ok && EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagBytes,
+                                 const_cast<uint8_t*>(tag)) == 1;
+  uint8_t final_block[16];
+  ok = ok && EVP_DecryptFinal_ex(ctx.get(), final_block, &len) == 1;
+  if (!ok) {
+    plain->clear();
+    *reason = "authentication failed (corrupted or tampered)";
+    return OpenFailure::kAuthFailed;
+  }
+  return OpenFailure::kNone;
 }
 
 }  // namespace pqcd::server::internal

@@ -19,6 +19,7 @@ namespace {
 
 std::atomic<testing::SecretBytesReleaseHook> g_release_hook{nullptr};
 std::atomic<bool> g_mlock_warned{false};
+std::atomic<bool> g_fail_mlock{false};  // testing::SetMlockFailureForTesting
 
 size_t PageSize() {
   static const size_t page = [] {
@@ -29,7 +30,8 @@ size_t PageSize() {
 }
 
 // Maps n bytes (rounded up to whole pages). Returns nullptr and sets capacity 0 on failure.
-uint8_t* MapSecret(size_t n, size_t* capacity) {
+// *locked tells whether mlock succeeded (the mapping is usable either way).
+uint8_t* MapSecret(size_t n, size_t* capacity, bool* locked) {
   const size_t page = PageSize();
   const size_t cap = (n + page - 1) / page * page;
   void* p = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -40,12 +42,15 @@ uint8_t* MapSecret(size_t n, size_t* capacity) {
 #ifdef MADV_DONTDUMP
   (void)madvise(p, cap, MADV_DONTDUMP);  // best effort: keep keys out of core dumps
 #endif
-  if (mlock(p, cap) != 0) {
-    const int err = errno;
+  const bool forced_failure = g_fail_mlock.load(std::memory_order_relaxed);
+  *locked = !forced_failure && mlock(p, cap) == 0;
+  if (!*locked) {
+    const int err = forced_failure ? ENOMEM : errno;
     if (!g_mlock_warned.exchange(true)) {
       spdlog::warn(
-          "mlock failed ({}): private keys may be swapped to disk; raise RLIMIT_MEMLOCK "
-          "(ulimit -l) or grant CAP_IPC_LOCK. This warning is shown once.",
+          "mlock failed ({}): secrets in unlocked buffers may be swapped to disk and new held "
+          "keys are refused; raise RLIMIT_MEMLOCK (ulimit -l) or grant CAP_IPC_LOCK. This "
+          "warning is shown once.",
           std::strerror(err));
     }
   }
@@ -59,11 +64,14 @@ namespace testing {
 SecretBytesReleaseHook SetSecretBytesReleaseHook(SecretBytesReleaseHook hook) {
   return g_release_hook.exchange(hook);
 }
+bool SetMlockFailureForTesting(bool fail) {
+  return g_fail_mlock.exchange(fail);
+}
 }  // namespace testing
 
 SecretBytes::SecretBytes(size_t n) {
   if (n == 0) return;
-  data_ = MapSecret(n, &capacity_);
+  data_ = MapSecret(n, &capacity_, &locked_);
   if (data_ == nullptr) throw std::bad_alloc();
   size_ = n;  // fresh anonymous pages are zero-filled
 }
@@ -75,7 +83,8 @@ SecretBytes::SecretBytes(const uint8_t* data, size_t n) : SecretBytes(n) {
 SecretBytes::SecretBytes(SecretBytes&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      capacity_(std::exchange(other.capacity_, 0)) {}
+      capacity_(std::exchange(other.capacity_, 0)),
+      locked_(std::exchange(other.locked_, false)) {}
 
 SecretBytes& SecretBytes::operator=(SecretBytes&& other) noexcept {
   if (this != &other) {
@@ -83,6 +92,7 @@ SecretBytes& SecretBytes::operator=(SecretBytes&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     capacity_ = std::exchange(other.capacity_, 0);
+    locked_ = std::exchange(other.locked_, false);
   }
   return *this;
 }
@@ -95,11 +105,12 @@ void SecretBytes::Release() {
   if (data_ == nullptr) return;
   OPENSSL_cleanse(data_, capacity_);
   if (auto hook = g_release_hook.load()) hook(data_, size_);
-  (void)munlock(data_, capacity_);
+  if (locked_) (void)munlock(data_, capacity_);
   (void)munmap(data_, capacity_);
   data_ = nullptr;
   size_ = 0;
   capacity_ = 0;
+  locked_ = false;
 }
 
 }  // namespace pqcd::server

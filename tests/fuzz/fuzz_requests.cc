@@ -93,7 +93,7 @@ void RunOperation(Env& env, const server::Caller& caller, const pqc::v1::Operati
   }
   if (!final_status.ok()) server::SetResultStatus(&result, final_status);
   if (result.has_keygen() && !result.keygen().key_id().empty()) {
-    (void)env.keys->Delete(result.keygen().key_id(), 0, caller.identity, true);
+    (void)env.keys->Delete(caller.identity, result.keygen().key_id(), 0);
   }
 }
 
@@ -130,10 +130,11 @@ Env& GetEnv() {
     e->ctx.engine = e->engine.get();
     e->ctx.keys = e->keys.get();
     e->ctx.aux = e->aux.get();
+    e->ctx.key_tasks = e->aux.get();  // held KeyGen stores through it (unbounded here)
     // The two held keys that key_ref requests can name (deterministic seeds).
     for (auto [id, alg, seed_len] :
          {std::tuple{"kem", pqc::v1::ML_KEM_768, 64}, std::tuple{"dsa", pqc::v1::ML_DSA_65, 32}}) {
-      auto created = e->keys->Versions(id);
+      auto created = e->keys->Versions(e->holder.identity, id);
       if (!created.empty()) continue;
       // Generate through the normal path, then keep it (RunOperation would delete it).
       pqc::v1::Operation op;

@@ -21,6 +21,7 @@
 
 #include "gtest/gtest.h"
 #include "keystore/key_store.h"
+#include "keystore/record_codec.h"
 #include "keystore/secret_bytes_testing.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
@@ -61,6 +62,15 @@ void WriteFile(const fs::path& p, const std::string& data,
   fs::permissions(p, perms);
 }
 
+std::vector<KeyRecord> ListOf(const KeyStore& ks, const std::string& owner,
+                              const std::map<std::string, std::string>& selector = {}) {
+  auto page = ks.List(&owner, selector, 1000, "");
+  EXPECT_TRUE(page.ok()) << page.status();
+  if (!page.ok()) return {};
+  EXPECT_TRUE(page->next_page_token.empty());
+  return page->keys;
+}
+
 // A fresh directory under $TMPDIR (or /tmp), removed at the end of the test.
 class KeyStoreTest : public ::testing::Test {
  protected:
@@ -85,8 +95,8 @@ class KeyStoreTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
-  fs::path KeyFile(const std::string& id, uint32_t v) {
-    return root_ / "data" / "keys" / (id + ".v" + std::to_string(v) + ".key");
+  fs::path KeyFile(const std::string& id, uint32_t v, const std::string& owner = "o") {
+    return root_ / "data" / "keys" / internal::MakeKeyFileName(owner, id, v);
   }
 
   fs::path root_, kek_path_;
@@ -190,91 +200,105 @@ TEST(KeyStoreMemoryTest, CreateGetListVersionsDelete) {
 
   const auto sk1 = RandomBytes(64, 2), sk2 = RandomBytes(64, 3), sk3 = RandomBytes(64, 4);
   auto created =
-      ks.Create("alpha", kAlgMlKem768, {1, 2, 3}, Secret(sk1), {{"env", "prod"}}, "alice");
+      ks.Create("alice", "alpha", kAlgMlKem768, {1, 2, 3}, Secret(sk1), {{"env", "prod"}});
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(created->version, 1u);
   EXPECT_EQ(created->owner, "alice");
   EXPECT_GT(created->created_unix_ms, 0);
   EXPECT_EQ(ToVec(*created->private_key), sk1);
 
-  auto dup = ks.Create("alpha", kAlgMlKem768, {}, Secret(sk2), {}, "bob");
+  auto dup = ks.Create("alice", "alpha", kAlgMlKem768, {}, Secret(sk2), {});
   EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
 
-  auto v2 = ks.AddVersion("alpha", {4, 5}, Secret(sk2), "alice", false);
+  auto v2 = ks.AddVersion("alice", "alpha", {4, 5}, Secret(sk2));
   ASSERT_TRUE(v2.ok()) << v2.status();
   EXPECT_EQ(v2->version, 2u);
   EXPECT_EQ(v2->algorithm, kAlgMlKem768);
   EXPECT_EQ(v2->labels.at("env"), "prod");
 
-  auto newest = ks.Get("alpha", 0, "alice", false);
+  auto newest = ks.Get("alice", "alpha", 0);
   ASSERT_TRUE(newest.ok());
   EXPECT_EQ(newest->version, 2u);
   EXPECT_EQ(ToVec(*newest->private_key), sk2);
   EXPECT_EQ(newest->public_key, (std::vector<uint8_t>{4, 5}));
-  auto first = ks.Get("alpha", 1, "alice", false);
+  auto first = ks.Get("alice", "alpha", 1);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(ToVec(*first->private_key), sk1);
-  EXPECT_EQ(ks.Get("alpha", 3, "alice", false).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ks.Versions("alpha"), (std::vector<uint32_t>{1, 2}));
-  EXPECT_EQ(ks.Versions("alpha", "alice", false), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(ks.Get("alice", "alpha", 3).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks.Versions("alice", "alpha"), (std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(ks.size(), 2u);
 
-  ASSERT_TRUE(ks.Create("beta", 7, {9}, Secret(sk3), {{"env", "dev"}}, "alice").ok());
-  EXPECT_EQ(ks.List("alice", false, {}).size(), 2u);
-  auto prod = ks.List("alice", false, {{"env", "prod"}});
+  ASSERT_TRUE(ks.Create("alice", "beta", 7, {9}, Secret(sk3), {{"env", "dev"}}).ok());
+  EXPECT_EQ(ListOf(ks, "alice").size(), 2u);
+  auto prod = ListOf(ks, "alice", {{"env", "prod"}});
   ASSERT_EQ(prod.size(), 1u);
   EXPECT_EQ(prod[0].key_id, "alpha");
   EXPECT_EQ(prod[0].version, 2u);
-  EXPECT_TRUE(ks.List("alice", false, {{"env", "qa"}}).empty());
+  EXPECT_TRUE(ListOf(ks, "alice", {{"env", "qa"}}).empty());
 
   // Version numbers are not reused after deleting the newest one.
-  auto del = ks.Delete("alpha", 2, "alice", false);
+  auto del = ks.Delete("alice", "alpha", 2);
   ASSERT_TRUE(del.ok());
   EXPECT_EQ(*del, 1u);
-  EXPECT_EQ(ks.Versions("alpha"), (std::vector<uint32_t>{1}));
-  auto v3 = ks.AddVersion("alpha", {6}, Secret(sk3), "alice", false);
+  EXPECT_EQ(ks.Versions("alice", "alpha"), (std::vector<uint32_t>{1}));
+  auto v3 = ks.AddVersion("alice", "alpha", {6}, Secret(sk3));
   ASSERT_TRUE(v3.ok());
   EXPECT_EQ(v3->version, 3u);
-  EXPECT_EQ(ks.Delete("alpha", 2, "alice", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks.Delete("alice", "alpha", 2).status().code(), absl::StatusCode::kNotFound);
 
-  auto all = ks.Delete("alpha", 0, "alice", false);
+  auto all = ks.Delete("alice", "alpha", 0);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(*all, 2u);
-  EXPECT_EQ(ks.Get("alpha", 0, "alice", false).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(ks.Versions("alpha").empty());
+  EXPECT_EQ(ks.Get("alice", "alpha", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(ks.Versions("alice", "alpha").empty());
   EXPECT_EQ(ks.size(), 1u);
   // The id is free again and starts over at version 1.
-  auto again = ks.Create("alpha", kAlgMlKem768, {}, Secret(sk1), {}, "bob");
+  auto again = ks.Create("alice", "alpha", kAlgMlKem768, {}, Secret(sk1), {});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->version, 1u);
 }
 
-TEST(KeyStoreMemoryTest, OwnershipHidesOtherIdentitiesKeys) {
+// Key ids are per owner: another owner neither sees alice's "k" nor is blocked from its own "k".
+TEST(KeyStoreMemoryTest, KeyIdsArePerOwner) {
   auto ks = std::move(*KeyStore::Open(KeyStoreOptions{}));
-  ASSERT_TRUE(ks->Create("k", 1, {1}, Secret(RandomBytes(32, 5)), {}, "alice").ok());
+  const auto sk_a = RandomBytes(32, 5), sk_b = RandomBytes(32, 6);
+  ASSERT_TRUE(ks->Create("alice", "k", 1, {1}, Secret(sk_a), {}).ok());
   auto code = [](const auto& s) { return s.status().code(); };
-  EXPECT_EQ(code(ks->Get("k", 0, "bob", false)), absl::StatusCode::kNotFound);
-  EXPECT_EQ(code(ks->Get("k", 1, "bob", false)), absl::StatusCode::kNotFound);
-  EXPECT_EQ(code(ks->AddVersion("k", {2}, Secret(RandomBytes(32, 6)), "bob", false)),
+  EXPECT_EQ(code(ks->Get("bob", "k", 0)), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code(ks->Get("bob", "k", 1)), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code(ks->AddVersion("bob", "k", {2}, Secret(RandomBytes(32, 7)))),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(code(ks->Delete("k", 0, "bob", false)), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code(ks->Delete("bob", "k", 0)), absl::StatusCode::kNotFound);
   // Same message as for a key that does not exist at all.
-  EXPECT_EQ(ks->Get("k", 0, "bob", false).status().message(), "key 'k' not found");
-  EXPECT_EQ(ks->Get("nope", 0, "bob", false).status().message(), "key 'nope' not found");
-  EXPECT_TRUE(ks->List("bob", false, {}).empty());
-  EXPECT_TRUE(ks->Versions("k", "bob", false).empty());
-  // Create with a taken id: ALREADY_EXISTS whoever asks.
-  EXPECT_EQ(code(ks->Create("k", 1, {}, Secret(RandomBytes(32, 7)), {}, "bob")),
+  EXPECT_EQ(ks->Get("bob", "k", 0).status().message(), "key 'k' not found");
+  EXPECT_EQ(ks->Get("bob", "nope", 0).status().message(), "key 'nope' not found");
+  EXPECT_TRUE(ListOf(*ks, "bob").empty());
+  EXPECT_TRUE(ks->Versions("bob", "k").empty());
+  // bob may create his own "k": ALREADY_EXISTS only for the same owner.
+  auto bob_k = ks->Create("bob", "k", 10, {9}, Secret(sk_b), {});
+  ASSERT_TRUE(bob_k.ok()) << bob_k.status();
+  EXPECT_EQ(code(ks->Create("bob", "k", 10, {}, Secret(sk_b), {})),
             absl::StatusCode::kAlreadyExists);
-  // Admin sees and manages everything; the owner stays alice.
-  EXPECT_TRUE(ks->Get("k", 0, "root", true).ok());
-  EXPECT_EQ(ks->List("root", true, {}).size(), 1u);
-  auto v2 = ks->AddVersion("k", {2}, Secret(RandomBytes(32, 8)), "root", true);
-  ASSERT_TRUE(v2.ok());
-  EXPECT_EQ(v2->owner, "alice");
-  EXPECT_TRUE(ks->Get("k", 2, "alice", false).ok());
-  EXPECT_TRUE(ks->Delete("k", 0, "root", true).ok());
-  EXPECT_EQ(ks->size(), 0u);
+  EXPECT_EQ(ToVec(*ks->Get("alice", "k", 0)->private_key), sk_a);
+  EXPECT_EQ(ToVec(*ks->Get("bob", "k", 0)->private_key), sk_b);
+  EXPECT_EQ(ks->Get("bob", "k", 0)->algorithm, 10);
+  EXPECT_EQ(ks->KeyCount("alice"), 1u);
+  EXPECT_EQ(ks->KeyCount("bob"), 1u);
+  EXPECT_EQ(ks->KeyCount("carol"), 0u);
+  auto owners = ks->OwnersOf("k");
+  std::sort(owners.begin(), owners.end());
+  EXPECT_EQ(owners, (std::vector<std::string>{"alice", "bob"}));
+  ASSERT_TRUE(ks->Create("alice", "only", 1, {}, Secret(sk_a), {}).ok());
+  // Every owner's keys (nullptr): ordered by (owner, key_id).
+  auto all = ks->List(nullptr, {}, 0, "");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->keys.size(), 3u);
+  EXPECT_EQ(all->keys[0].owner + "/" + all->keys[0].key_id, "alice/k");
+  EXPECT_EQ(all->keys[1].owner + "/" + all->keys[1].key_id, "alice/only");
+  EXPECT_EQ(all->keys[2].owner + "/" + all->keys[2].key_id, "bob/k");
+  ASSERT_TRUE(ks->Delete("alice", "k", 0).ok());
+  EXPECT_TRUE(ks->Get("bob", "k", 0).ok());
+  EXPECT_EQ(ks->size(), 2u);
 }
 
 TEST(KeyStoreMemoryTest, KeyIdValidation) {
@@ -289,16 +313,16 @@ TEST(KeyStoreMemoryTest, KeyIdValidation) {
                                         std::string(129, 'x'),
                                         std::string("a\0b", 3)};
   for (const auto& id : bad) {
-    EXPECT_EQ(ks->Create(id, 1, {}, Secret(RandomBytes(32, 9)), {}, "o").status().code(),
+    EXPECT_EQ(ks->Create("o", id, 1, {}, Secret(RandomBytes(32, 9)), {}).status().code(),
               absl::StatusCode::kInvalidArgument)
         << "id: " << id;
-    EXPECT_EQ(ks->Get(id, 0, "o", true).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(ks->Get("o", id, 0).status().code(), absl::StatusCode::kInvalidArgument);
   }
   const std::vector<std::string> good = {"a", "A.b-c_9", "-x", "x.", std::string(128, 'z')};
   for (const auto& id : good) {
-    EXPECT_TRUE(ks->Create(id, 1, {}, Secret(RandomBytes(32, 10)), {}, "o").ok()) << id;
+    EXPECT_TRUE(ks->Create("o", id, 1, {}, Secret(RandomBytes(32, 10)), {}).ok()) << id;
   }
-  EXPECT_EQ(ks->Create("empty", 1, {}, SecretBytes(), {}, "o").status().code(),
+  EXPECT_EQ(ks->Create("o", "empty", 1, {}, SecretBytes(), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -306,10 +330,10 @@ TEST(KeyStoreMemoryTest, InFlightKeySurvivesDeleteAndIsWipedWhenReleased) {
   ReleaseHookScope hook;
   auto ks = std::move(*KeyStore::Open(KeyStoreOptions{}));
   const auto sk = RandomBytes(64, 11);
-  ASSERT_TRUE(ks->Create("k", 1, {}, Secret(sk), {}, "o").ok());
-  auto held = ks->Get("k", 0, "o", false);
+  ASSERT_TRUE(ks->Create("o", "k", 1, {}, Secret(sk), {}).ok());
+  auto held = ks->Get("o", "k", 0);
   ASSERT_TRUE(held.ok());
-  ASSERT_TRUE(ks->Delete("k", 0, "o", false).ok());
+  ASSERT_TRUE(ks->Delete("o", "k", 0).ok());
   EXPECT_EQ(g_release_calls.load(), 0);
   EXPECT_EQ(ToVec(*held->private_key), sk);  // the request in flight still has its key
   held->private_key.reset();
@@ -318,8 +342,8 @@ TEST(KeyStoreMemoryTest, InFlightKeySurvivesDeleteAndIsWipedWhenReleased) {
   EXPECT_EQ(g_released_nonzero.load(), 0u);
 
   // Destroying the store wipes every held key.
-  ASSERT_TRUE(ks->Create("a", 1, {}, Secret(sk), {}, "o").ok());
-  ASSERT_TRUE(ks->Create("b", 1, {}, Secret(sk), {}, "o").ok());
+  ASSERT_TRUE(ks->Create("o", "a", 1, {}, Secret(sk), {}).ok());
+  ASSERT_TRUE(ks->Create("o", "b", 1, {}, Secret(sk), {}).ok());
   ks.reset();
   EXPECT_EQ(g_release_calls.load(), 3);
   EXPECT_EQ(g_released_nonzero.load(), 0u);
@@ -328,25 +352,25 @@ TEST(KeyStoreMemoryTest, InFlightKeySurvivesDeleteAndIsWipedWhenReleased) {
 TEST(KeyStoreMemoryTest, ConcurrentReadersAndWriters) {
   auto ks = std::move(*KeyStore::Open(KeyStoreOptions{}));
   const auto sk = RandomBytes(32, 12);
-  ASSERT_TRUE(ks->Create("shared", 1, {}, Secret(sk), {}, "o").ok());
+  ASSERT_TRUE(ks->Create("o", "shared", 1, {}, Secret(sk), {}).ok());
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0};
   std::vector<std::thread> readers;
   for (int t = 0; t < 3; ++t) {
     readers.emplace_back([&] {
       while (!stop.load()) {
-        auto r = ks->Get("shared", 0, "o", false);
+        auto r = ks->Get("o", "shared", 0);
         if (!r.ok() || ToVec(*r->private_key) != sk) bad++;
-        (void)ks->List("o", false, {});
+        (void)ListOf(*ks, "o");
       }
     });
   }
   for (int i = 0; i < 200; ++i) {
     std::string id = "k";
     id += std::to_string(i % 10);
-    (void)ks->Create(id, 1, {}, Secret(sk), {}, "o");
-    (void)ks->AddVersion(id, {}, Secret(sk), "o", false);
-    if (i % 3 == 0) (void)ks->Delete(id, 0, "o", false);
+    (void)ks->Create("o", id, 1, {}, Secret(sk), {});
+    (void)ks->AddVersion("o", id, {}, Secret(sk));
+    if (i % 3 == 0) (void)ks->Delete("o", id, 0);
   }
   stop = true;
   for (auto& t : readers) t.join();
@@ -363,16 +387,16 @@ TEST_F(KeyStoreTest, PersistenceRoundTrip) {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
     EXPECT_TRUE(ks->persistent());
-    auto c = ks->Create("alpha", kAlgMlKem768, pk, Secret(sk1), {{"env", "prod"}, {"team", "x"}},
-                        "alice");
+    auto c = ks->Create("alice", "alpha", kAlgMlKem768, pk, Secret(sk1),
+                        {{"env", "prod"}, {"team", "x"}});
     ASSERT_TRUE(c.ok()) << c.status();
     created_ms = c->created_unix_ms;
-    ASSERT_TRUE(ks->AddVersion("alpha", {7}, Secret(sk2), "alice", false).ok());
-    ASSERT_TRUE(ks->Create("beta", 5, {8}, Secret(sk3), {}, "bob").ok());
-    ASSERT_TRUE(ks->Create("gone", 5, {9}, Secret(sk3), {}, "bob").ok());
-    EXPECT_TRUE(fs::exists(KeyFile("gone", 1)));
-    ASSERT_TRUE(ks->Delete("gone", 0, "bob", false).ok());
-    EXPECT_FALSE(fs::exists(KeyFile("gone", 1)));
+    ASSERT_TRUE(ks->AddVersion("alice", "alpha", {7}, Secret(sk2)).ok());
+    ASSERT_TRUE(ks->Create("bob", "beta", 5, {8}, Secret(sk3), {}).ok());
+    ASSERT_TRUE(ks->Create("bob", "gone", 5, {9}, Secret(sk3), {}).ok());
+    EXPECT_TRUE(fs::exists(KeyFile("gone", 1, "bob")));
+    ASSERT_TRUE(ks->Delete("bob", "gone", 0).ok());
+    EXPECT_FALSE(fs::exists(KeyFile("gone", 1, "bob")));
   }
   LoadReport rep;
   auto ks = OpenStore(&rep);
@@ -381,7 +405,7 @@ TEST_F(KeyStoreTest, PersistenceRoundTrip) {
   EXPECT_EQ(rep.corrupted, 0u);
   EXPECT_TRUE(rep.problems.empty());
   EXPECT_EQ(ks->size(), 3u);
-  auto v1 = ks->Get("alpha", 1, "alice", false);
+  auto v1 = ks->Get("alice", "alpha", 1);
   ASSERT_TRUE(v1.ok()) << v1.status();
   EXPECT_EQ(v1->algorithm, kAlgMlKem768);
   EXPECT_EQ(v1->owner, "alice");
@@ -389,33 +413,31 @@ TEST_F(KeyStoreTest, PersistenceRoundTrip) {
   EXPECT_EQ(v1->created_unix_ms, created_ms);
   EXPECT_EQ(v1->labels, (std::map<std::string, std::string>{{"env", "prod"}, {"team", "x"}}));
   EXPECT_EQ(ToVec(*v1->private_key), sk1);
-  auto v2 = ks->Get("alpha", 0, "alice", false);
+  auto v2 = ks->Get("alice", "alpha", 0);
   ASSERT_TRUE(v2.ok());
   EXPECT_EQ(v2->version, 2u);
   EXPECT_EQ(ToVec(*v2->private_key), sk2);
-  EXPECT_EQ(ks->Get("alpha", 0, "bob", false).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ToVec(*ks->Get("beta", 0, "bob", false)->private_key), sk3);
-  EXPECT_EQ(ks->Get("gone", 0, "bob", true).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks->Get("bob", "alpha", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ToVec(*ks->Get("bob", "beta", 0)->private_key), sk3);
+  EXPECT_EQ(ks->Get("bob", "gone", 0).status().code(), absl::StatusCode::kNotFound);
   // New versions continue after the persisted ones.
-  EXPECT_EQ(ks->AddVersion("alpha", {}, Secret(sk1), "alice", false)->version, 3u);
+  EXPECT_EQ(ks->AddVersion("alice", "alpha", {}, Secret(sk1))->version, 3u);
 }
 
-// Version numbers are not reused across restarts: deleting the newest version leaves a
-// .retired marker that the next Open reads; the marker goes with a newer version or the whole key.
+// Version numbers are not reused across restarts: the sealed manifest keeps each key's highest
+// version; a key deleted as a whole frees its id (it starts again at version 1).
 TEST_F(KeyStoreTest, DeletedNewestVersionNumberIsNotReusedAfterRestart) {
   const auto sk = RandomBytes(32, 24);
   const fs::path keys = root_ / "data" / "keys";
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("k", 5, {}, Secret(sk), {}, "o").ok());
-    ASSERT_EQ(ks->AddVersion("k", {}, Secret(sk), "o", false)->version, 2u);
-    ASSERT_EQ(ks->AddVersion("k", {}, Secret(sk), "o", false)->version, 3u);
-    ASSERT_TRUE(ks->Delete("k", 3, "o", false).ok());
+    ASSERT_TRUE(ks->Create("o", "k", 5, {}, Secret(sk), {}).ok());
+    ASSERT_EQ(ks->AddVersion("o", "k", {}, Secret(sk))->version, 2u);
+    ASSERT_EQ(ks->AddVersion("o", "k", {}, Secret(sk))->version, 3u);
+    ASSERT_TRUE(ks->Delete("o", "k", 3).ok());
     EXPECT_FALSE(fs::exists(KeyFile("k", 3)));
-    EXPECT_TRUE(fs::exists(keys / "k.v3.retired"));
-    ASSERT_TRUE(ks->Delete("k", 2, "o", false).ok());  // the marker already covers 3
-    EXPECT_TRUE(fs::exists(keys / "k.v3.retired"));
+    ASSERT_TRUE(ks->Delete("o", "k", 2).ok());
   }
   {
     LoadReport rep;
@@ -423,24 +445,26 @@ TEST_F(KeyStoreTest, DeletedNewestVersionNumberIsNotReusedAfterRestart) {
     ASSERT_TRUE(ks);
     EXPECT_EQ(rep.loaded, 1u);
     EXPECT_TRUE(rep.problems.empty());
-    auto v = ks->AddVersion("k", {}, Secret(sk), "o", false);
+    auto v = ks->AddVersion("o", "k", {}, Secret(sk));
     ASSERT_TRUE(v.ok()) << v.status();
-    EXPECT_EQ(v->version, 4u);                        // not 2 or 3 again
-    EXPECT_FALSE(fs::exists(keys / "k.v3.retired"));  // v4's record carries the number now
-    ASSERT_TRUE(ks->Delete("k", 4, "o", false).ok());
-    EXPECT_TRUE(fs::exists(keys / "k.v4.retired"));
-    ASSERT_TRUE(ks->Delete("k", 0, "o", false).ok());  // the whole key: its id is free again
-    EXPECT_FALSE(fs::exists(keys / "k.v4.retired"));
+    EXPECT_EQ(v->version, 4u);  // not 2 or 3 again
+    ASSERT_TRUE(ks->Delete("o", "k", 4).ok());
   }
-  // A marker left for a key that no longer exists (a crash during a delete) is removed at Open.
-  { std::ofstream(keys / "ghost.v7.retired").flush(); }
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    EXPECT_EQ(ks->AddVersion("o", "k", {}, Secret(sk))->version, 5u);
+    ASSERT_TRUE(ks->Delete("o", "k", 0).ok());  // the whole key: its id is free again
+  }
   LoadReport rep;
   auto ks = OpenStore(&rep);
   ASSERT_TRUE(ks);
   EXPECT_TRUE(rep.problems.empty());
-  EXPECT_FALSE(fs::exists(keys / "ghost.v7.retired"));
-  EXPECT_EQ(ks->Create("k", 5, {}, Secret(sk), {}, "o")->version, 1u);
-  EXPECT_EQ(ks->Create("ghost", 5, {}, Secret(sk), {}, "o")->version, 1u);
+  EXPECT_EQ(ks->Create("o", "k", 5, {}, Secret(sk), {})->version, 1u);
+  // Only the records and the manifest are left (no markers).
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(keys)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
 }
 
 TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
@@ -448,8 +472,8 @@ TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("k", 1, {}, Secret(sk), {}, "o").ok());
-    ASSERT_TRUE(ks->AddVersion("k", {}, Secret(sk), "o", false).ok());
+    ASSERT_TRUE(ks->Create("o", "k", 1, {}, Secret(sk), {}).ok());
+    ASSERT_TRUE(ks->AddVersion("o", "k", {}, Secret(sk)).ok());
   }
   size_t files = 0;
   for (const auto& e : fs::recursive_directory_iterator(root_ / "data")) {
@@ -463,7 +487,7 @@ TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
           << e.path() << " contains private key bytes at key offset " << off;
     }
   }
-  EXPECT_EQ(files, 3u);  // two records + LOCK
+  EXPECT_EQ(files, 4u);  // two records + MANIFEST + LOCK
   const auto mode = fs::status(KeyFile("k", 1)).permissions();
   EXPECT_EQ(mode & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
   // The same key sealed twice gives different ciphertexts (fresh nonces).
@@ -474,8 +498,8 @@ TEST_F(KeyStoreTest, WrongKekFailsOpenWithClearError) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("a", 1, {}, Secret(RandomBytes(32, 40)), {}, "o").ok());
-    ASSERT_TRUE(ks->Create("b", 1, {}, Secret(RandomBytes(32, 41)), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "a", 1, {}, Secret(RandomBytes(32, 40)), {}).ok());
+    ASSERT_TRUE(ks->Create("o", "b", 1, {}, Secret(RandomBytes(32, 41)), {}).ok());
   }
   WriteFile(kek_path_, std::string(64, 'b'));
   LoadReport rep;
@@ -483,7 +507,6 @@ TEST_F(KeyStoreTest, WrongKekFailsOpenWithClearError) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.status().message().find("wrong KEK?"), std::string::npos) << s.status();
-  EXPECT_EQ(rep.corrupted, 2u);
 
   // An empty store opens with any KEK.
   options_.data_dir = (root_ / "other").string();
@@ -503,7 +526,7 @@ TEST_F(KeyStoreTest, KekFileFormats) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("a", 1, {}, Secret(RandomBytes(32, 51)), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "a", 1, {}, Secret(RandomBytes(32, 51)), {}).ok());
   }
   std::string upper = hex;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
@@ -539,11 +562,12 @@ TEST_F(KeyStoreTest, GroupReadableKekWarnsAndNoSecretIsLogged) {
   const std::string hex_kek = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
   WriteFile(kek_path_, hex_kek + "\n",
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  options_.allow_shared_kek_file = true;  // otherwise refused (KekFileWithGroupBitsIsRefused)
   const auto sk = RandomBytes(64, 60);
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("k", 1, {}, Secret(sk), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "k", 1, {}, Secret(sk), {}).ok());
   }
   fs::resize_file(KeyFile("k", 1), 20);
   (void)KeyStore::Open(options_);
@@ -570,7 +594,7 @@ TEST_F(KeyStoreTest, CorruptedAndTruncatedRecordsAreReportedOthersLoad) {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
     for (const char* id : {"good", "flipped", "flipmeta", "short"}) {
-      ASSERT_TRUE(ks->Create(id, 1, {1, 2, 3}, Secret(RandomBytes(64, 70)), {}, "o").ok());
+      ASSERT_TRUE(ks->Create("o", id, 1, {1, 2, 3}, Secret(RandomBytes(64, 70)), {}).ok());
     }
   }
   auto flip = [](const fs::path& p, size_t from_end) {
@@ -591,40 +615,45 @@ TEST_F(KeyStoreTest, CorruptedAndTruncatedRecordsAreReportedOthersLoad) {
   ASSERT_TRUE(ks);
   EXPECT_EQ(rep.loaded, 1u);
   EXPECT_EQ(rep.corrupted, 3u);
-  ASSERT_EQ(rep.problems.size(), 3u);
+  EXPECT_EQ(rep.missing.size(), 3u);  // the manifest lists them
+  ASSERT_EQ(rep.problems.size(), 6u);
   std::string all;
   for (const auto& p : rep.problems) all += p + "\n";
   EXPECT_NE(all.find("flipped.v1.key: authentication failed"), std::string::npos) << all;
   EXPECT_NE(all.find("flipmeta.v1.key: authentication failed"), std::string::npos) << all;
   EXPECT_NE(all.find("short.v1.key: truncated"), std::string::npos) << all;
-  EXPECT_TRUE(ks->Get("good", 0, "o", false).ok());
-  EXPECT_EQ(ks->Get("flipped", 0, "o", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(ks->Get("o", "good", 0).ok());
+  EXPECT_EQ(ks->Get("o", "flipped", 0).status().code(), absl::StatusCode::kNotFound);
   // A damaged record is not silently overwritten by a new key with the same id.
-  EXPECT_EQ(ks->Create("short", 1, {}, Secret(RandomBytes(32, 71)), {}, "o").status().code(),
+  EXPECT_EQ(ks->Create("o", "short", 1, {}, Secret(RandomBytes(32, 71)), {}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(KeyStoreTest, EveryRecordCorruptedFailsOpen) {
+// The manifest proves the KEK right: a store whose only record is damaged opens, and reports it.
+TEST_F(KeyStoreTest, EveryRecordCorruptedIsReportedNotFatal) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("only", 1, {}, Secret(RandomBytes(32, 80)), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "only", 1, {}, Secret(RandomBytes(32, 80)), {}).ok());
   }
   auto raw = ReadFile(KeyFile("only", 1));
   raw.back() ^= 1;  // the tag
   WriteFile(KeyFile("only", 1), std::string(raw.begin(), raw.end()));
-  auto s = KeyStore::Open(options_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.status().message().find("wrong KEK?"), std::string::npos);
+  LoadReport rep;
+  auto ks = OpenStore(&rep);
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(rep.loaded, 0u);
+  EXPECT_EQ(rep.corrupted, 1u);
+  ASSERT_EQ(rep.missing.size(), 1u);
+  EXPECT_EQ(rep.missing[0], "owner 'o' key 'only' v1");
 }
 
 TEST_F(KeyStoreTest, RenamedRecordIsRejected) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("a", 1, {}, Secret(RandomBytes(32, 90)), {}, "o").ok());
-    ASSERT_TRUE(ks->Create("b", 1, {}, Secret(RandomBytes(32, 91)), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "a", 1, {}, Secret(RandomBytes(32, 90)), {}).ok());
+    ASSERT_TRUE(ks->Create("o", "b", 1, {}, Secret(RandomBytes(32, 91)), {}).ok());
   }
   fs::rename(KeyFile("b", 1), KeyFile("c", 1));
   LoadReport rep;
@@ -632,14 +661,15 @@ TEST_F(KeyStoreTest, RenamedRecordIsRejected) {
   ASSERT_TRUE(ks);
   EXPECT_EQ(rep.loaded, 1u);
   EXPECT_EQ(rep.corrupted, 1u);
-  EXPECT_EQ(ks->Get("c", 0, "o", true).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks->Get("o", "c", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks->Get("o", "b", 0).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(KeyStoreTest, LeftoverTempFilesAreIgnoredAndRemoved) {
   {
     auto ks = OpenStore();
     ASSERT_TRUE(ks);
-    ASSERT_TRUE(ks->Create("a", 1, {}, Secret(RandomBytes(32, 100)), {}, "o").ok());
+    ASSERT_TRUE(ks->Create("o", "a", 1, {}, Secret(RandomBytes(32, 100)), {}).ok());
   }
   const fs::path tmp = root_ / "data" / "keys" / ".tmp-0123456789abcdef";
   WriteFile(tmp, "PQKS half-written garbage");
@@ -672,7 +702,7 @@ TEST_F(KeyStoreTest, CreatedKeySurvivesKill9) {
     close(pipefd[0]);
     auto ks = KeyStore::Open(options_);
     if (!ks.ok()) _exit(2);
-    if (!(*ks)->Create("durable", 1, {1}, Secret(sk), {}, "o").ok()) _exit(3);
+    if (!(*ks)->Create("o", "durable", 1, {1}, Secret(sk), {}).ok()) _exit(3);
     if (write(pipefd[1], "ok", 2) != 2) _exit(4);
     for (;;) pause();  // killed by the parent
   }
@@ -694,7 +724,7 @@ TEST_F(KeyStoreTest, CreatedKeySurvivesKill9) {
   LoadReport rep;
   auto ks = OpenStore(&rep);  // the lock died with the child
   ASSERT_TRUE(ks);
-  auto r = ks->Get("durable", 0, "o", false);
+  auto r = ks->Get("o", "durable", 0);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(ToVec(*r->private_key), sk);
   EXPECT_EQ(rep.corrupted, 0u);
