@@ -1067,18 +1067,27 @@ absl::StatusOr<KeyInfo> Client::GetPublicKey(const std::string& key_id, uint32_t
   return FromProto(std::move(resp));
 }
 
+namespace {
+constexpr uint32_t kListPageSize = 1000;  // the daemon's largest page
+}  // namespace
+
 absl::StatusOr<std::vector<KeyInfo>> Client::ListKeys(
     const std::map<std::string, std::string>& label_selector, const CallOptions& call) {
   pqc::v1::ListKeysRequest req;
   for (const auto& [k, v] : label_selector) (*req.mutable_label_selector())[k] = v;
-  pqc::v1::ListKeysResponse resp;
-  absl::Status s = impl_->Unary(call, [&](Impl::Channel& ch, grpc::ClientContext& ctx) {
-    resp.Clear();
-    return ch.keys->List(&ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
+  req.set_page_size(kListPageSize);
   std::vector<KeyInfo> out;
-  for (auto& k : *resp.mutable_keys()) out.push_back(FromProto(std::move(k)));
+  // The daemon answers in pages; each page is its own call (with its own deadline and retries).
+  do {
+    pqc::v1::ListKeysResponse resp;
+    absl::Status s = impl_->Unary(call, [&](Impl::Channel& ch, grpc::ClientContext& ctx) {
+      resp.Clear();
+      return ch.keys->List(&ctx, req, &resp);
+    });
+    if (!s.ok()) return s;
+    for (auto& k : *resp.mutable_keys()) out.push_back(FromProto(std::move(k)));
+    req.set_page_token(std::move(*resp.mutable_next_page_token()));
+  } while (!req.page_token().empty());
   return out;
 }
 
@@ -1144,23 +1153,34 @@ void Client::GetPublicKeyAsync(std::string key_id, uint32_t version, Callback<Ke
       KeyInfoDone(std::move(done)), call);
 }
 
-void Client::ListKeysAsync(std::map<std::string, std::string> label_selector,
-                           Callback<std::vector<KeyInfo>> done, const CallOptions& call) {
-  pqc::v1::ListKeysRequest req;
-  for (const auto& [k, v] : label_selector) (*req.mutable_label_selector())[k] = v;
+// One page of an asynchronous List; the next page is requested from this page's completion.
+void Client::ListKeysPageAsync(pqc::v1::ListKeysRequest req,
+                               std::shared_ptr<std::vector<KeyInfo>> out,
+                               Callback<std::vector<KeyInfo>> done, const CallOptions& call) {
   impl_->UnaryAsync<pqc::v1::ListKeysRequest, pqc::v1::ListKeysResponse>(
-      std::move(req),
+      req,
       [](Impl::Channel& ch, grpc::ClientContext* ctx, const pqc::v1::ListKeysRequest* rq,
          pqc::v1::ListKeysResponse* rs, std::function<void(grpc::Status)> cb) {
         ch.keys->async()->List(ctx, rq, rs, std::move(cb));
       },
-      [done = std::move(done)](absl::Status s, pqc::v1::ListKeysResponse& r) mutable {
+      [this, req, out, done = std::move(done), call](absl::Status s,
+                                                     pqc::v1::ListKeysResponse& r) mutable {
         if (!s.ok()) return done(std::move(s));
-        std::vector<KeyInfo> out;
-        for (auto& k : *r.mutable_keys()) out.push_back(FromProto(std::move(k)));
-        done(std::move(out));
+        for (auto& k : *r.mutable_keys()) out->push_back(FromProto(std::move(k)));
+        if (r.next_page_token().empty()) return done(std::move(*out));
+        req.set_page_token(std::move(*r.mutable_next_page_token()));
+        ListKeysPageAsync(std::move(req), std::move(out), std::move(done), call);
       },
       call);
+}
+
+void Client::ListKeysAsync(std::map<std::string, std::string> label_selector,
+                           Callback<std::vector<KeyInfo>> done, const CallOptions& call) {
+  pqc::v1::ListKeysRequest req;
+  for (const auto& [k, v] : label_selector) (*req.mutable_label_selector())[k] = v;
+  req.set_page_size(kListPageSize);
+  ListKeysPageAsync(std::move(req), std::make_shared<std::vector<KeyInfo>>(), std::move(done),
+                    call);
 }
 
 void Client::DeleteKeyAsync(std::string key_id, uint32_t version, Callback<uint32_t> done,

@@ -1,12 +1,17 @@
 #include "pqcd/server/config.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "pqcd/server/identity.h"
 
 namespace pqcd::server {
 namespace {
@@ -67,12 +72,17 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       "Every flag can also be set with the environment variable PQCD_<FLAG> (upper snake case, "
       "e.g.\n"
       "PQCD_LISTEN) or in a JSON --config file ({\"listen\": \"0.0.0.0:50051\", \"admin\": "
-      "[\"ops\"]}).\n"
+      "[\"tls:dns:ops\"]}).\n"
       "Precedence: command line > environment > config file > default.\n"
-      "Identities: the mTLS client certificate (first SAN, else subject) on TLS with "
-      "--tls-client-ca,\n"
-      "'local' on the Unix socket, 'anonymous' on plain TCP; anonymous callers may use given keys\n"
-      "always, but held keys only with --allow-insecure-tcp.");
+      "Identities (key owners, --admin values) are typed:\n"
+      "  tls:uri:<URI SAN>   mTLS client certificate with a URI SAN (e.g. a SPIFFE id)\n"
+      "  tls:dns:<DNS SAN>   mTLS client certificate with a DNS SAN (the first one)\n"
+      "  unix:uid:<uid>      Unix socket caller (SO_PEERCRED)\n"
+      "  unix:user:<name>    Unix socket caller whose uid is mapped by --unix-user NAME=UID\n"
+      "  anonymous           plain TCP, TLS without client certificate, or a certificate without\n"
+      "                      URI/DNS SAN; may use given keys always, held keys only with\n"
+      "                      --allow-insecure-tcp (never for a certificate without SAN).\n"
+      "SIGHUP re-reads --tls-cert, --tls-key and --tls-client-ca (kept if the new set is bad).");
   app.set_version_flag("--version", std::string("pqcd ") + PQCD_VERSION);
   app.config_formatter(std::make_shared<JsonConfig>());
   app.set_config("--config", "", "JSON config file")->envname("PQCD_CONFIG");
@@ -81,19 +91,47 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
     return app.add_option("--" + name, target, help)->envname(EnvName(name))->capture_default_str();
   };
   add("listen", c.listen, "TCP listen address host:port (port 0: any free port; 'none': no TCP)");
-  add("unix", c.unix_socket, "Unix domain socket path (sidecars; identity 'local')");
+  add("unix", c.unix_socket, "Unix domain socket path (sidecars; identity unix:uid:<uid>)");
   add("unix-mode", c.unix_mode, "file mode of the Unix socket (octal)");
   add("tls-cert", c.tls_cert, "PEM server certificate chain: enables TLS on the TCP listener");
   add("tls-key", c.tls_key, "PEM server private key");
   add("tls-client-ca", c.tls_client_ca,
       "PEM CA bundle: require and verify client certificates (mTLS)");
+  add("tls-min-version", c.tls_min_version, "lowest TLS version accepted on the TCP listener")
+      ->check(CLI::IsMember({"1.2", "1.3"}));
+  add("unix-user", c.unix_users,
+      "NAME=UID: Unix socket callers with this uid are unix:user:NAME (repeatable)")
+      ->take_all();
+  add("max-unix-connections", c.max_unix_connections,
+      "Unix socket connections open at once; further ones are closed at once")
+      ->check(CLI::Range(1u, 1u << 20));
   app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
                "let callers without a client certificate (identity 'anonymous') use held keys")
       ->envname("PQCD_ALLOW_INSECURE_TCP");
-  add("admin", c.admins, "identity allowed to manage every key (repeatable)")->take_all();
+  add("admin", c.admins,
+      "typed identity (tls:dns:, tls:uri:, unix:uid:, unix:user:) that manages every key "
+      "(repeatable)")
+      ->take_all();
+  app.add_flag("--allow-admin-key-use", c.allow_admin_key_use,
+               "let --admin identities also use (sign, decapsulate, ...) keys of other identities")
+      ->envname("PQCD_ALLOW_ADMIN_KEY_USE");
+  app.add_flag("--audit-key-use", c.audit_key_use,
+               "audit every use of a held key, not only uses by another identity than the owner")
+      ->envname("PQCD_AUDIT_KEY_USE");
+  c.legacy_local_owner = "unix:uid:" + std::to_string(::geteuid());
+  add("legacy-local-owner", c.legacy_local_owner,
+      "owner given to held keys that older versions stored with owner 'local'");
   add("data-dir", c.data_dir,
       "persist held keys here (sealed with AES-256-GCM); empty: memory only");
   add("kek-file", c.kek_file, "key-encryption key file (32 raw bytes or 64 hex characters)");
+  app.add_flag("--allow-shared-kek-file", c.allow_shared_kek_file,
+               "accept a --kek-file that group or others may access (refused otherwise)")
+      ->envname("PQCD_ALLOW_SHARED_KEK_FILE");
+  add("max-keys-per-owner", c.max_keys_per_owner,
+      "held keys (not versions) one identity may have (0: unlimited)");
+  add("rotate-kek-to", c.rotate_kek_to,
+      "re-seal every held key in --data-dir (sealed under --kek-file) under the KEK in this file, "
+      "print a summary and exit; resumable (rerun after an interruption)");
   add("metrics-listen", c.metrics_listen,
       "Prometheus endpoint host:port, path /metrics ('none': off)");
   add("workers", c.workers, "engine worker threads (0: one per physical core)")
@@ -114,6 +152,30 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   add("max-batch-items", c.max_batch_items, "max operations in one Batch request")
       ->check(CLI::Range(1u, 1u << 20));
   add("max-stream-inflight", c.max_stream_inflight, "operations in flight per Stream call")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("max-output-bytes", c.max_output_bytes, "max SHAKE output_length of one hash")
+      ->check(CLI::Range(32u, 1u << 30));
+  add("max-stream-bytes", c.max_stream_bytes,
+      "per Stream call: bytes of unanswered requests plus their expected answers before the daemon "
+      "stops reading it")
+      ->check(CLI::Range(1u << 16, 1u << 31));
+  add("hash-stream-max-bytes", c.hash_stream_max_bytes, "per HashStream: total data bytes")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
+  add("hash-stream-idle", c.hash_stream_idle_s,
+      "per HashStream: seconds without a message before it is ended")
+      ->check(CLI::Range(0.1, 86400.0));
+  add("hash-stream-max-duration", c.hash_stream_max_s, "per HashStream: seconds it may last")
+      ->check(CLI::Range(0.1, 7.0 * 86400.0));
+  add("max-hash-streams", c.max_hash_streams, "concurrent HashStream calls")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("key-queue", c.key_queue,
+      "key-management requests (Keys.*, held KeyGen stores) queued before RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("grpc-memory-mb", c.grpc_memory_mb,
+      "memory gRPC may use for all calls' buffers (ResourceQuota); keep it under the memory limit")
+      ->check(CLI::Range(16u, 1u << 20));
+  add("max-concurrent-streams", c.max_concurrent_streams,
+      "calls in progress per client connection (HTTP/2 MAX_CONCURRENT_STREAMS)")
       ->check(CLI::Range(1u, 1u << 20));
   add("port-file", c.port_file, "write the selected TCP port to this file once listening");
   add("inline-crypto", c.inline_crypto,
@@ -151,8 +213,39 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
     return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
   }
+  for (const auto& admin : c.admins) {
+    if (auto s = ValidateTypedIdentity(admin); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--admin: ", s.message()));
+    }
+  }
+  if (auto s = ValidateTypedIdentity(c.legacy_local_owner); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--legacy-local-owner: ", s.message()));
+  }
+  for (const auto& entry : c.unix_users) {
+    const size_t eq = entry.find('=');
+    const std::string name = entry.substr(0, eq);
+    uint32_t uid = 0;
+    const char* digits = eq == std::string::npos ? nullptr : entry.c_str() + eq + 1;
+    const char* end = entry.c_str() + entry.size();
+    if (digits == nullptr || digits == end || std::from_chars(digits, end, uid).ptr != end ||
+        !ValidUnixUserName(name)) {
+      return absl::InvalidArgumentError(
+          "--unix-user takes NAME=UID (NAME: 1-64 of [A-Za-z0-9._-], UID: a number), got '" +
+          entry + "'");
+    }
+    for (const auto& [other_uid, other_name] : c.unix_user_names) {
+      if (other_uid == uid || other_name == name) {
+        return absl::InvalidArgumentError("--unix-user: uid or name given twice: '" + entry + "'");
+      }
+    }
+    c.unix_user_names.emplace(uid, name);
+  }
   if (!c.data_dir.empty() && c.kek_file.empty()) {
     return absl::InvalidArgumentError("--data-dir needs --kek-file (the key-encryption key)");
+  }
+  if (!c.rotate_kek_to.empty() && c.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--rotate-kek-to needs --data-dir and --kek-file (the directory and its current KEK)");
   }
   {
     char* end = nullptr;
@@ -175,8 +268,17 @@ std::string ConfigToJson(const Config& c) {
   j["tls_client_ca"] = c.tls_client_ca;
   j["allow_insecure_tcp"] = c.allow_insecure_tcp;
   j["admin"] = c.admins;
+  j["allow_admin_key_use"] = c.allow_admin_key_use;
+  j["audit_key_use"] = c.audit_key_use;
+  j["unix_user"] = c.unix_users;
+  j["max_unix_connections"] = c.max_unix_connections;
+  j["tls_min_version"] = c.tls_min_version;
+  j["legacy_local_owner"] = c.legacy_local_owner;
   j["data_dir"] = c.data_dir;
   j["kek_file"] = c.kek_file.empty() ? "" : "<set>";
+  j["allow_shared_kek_file"] = c.allow_shared_kek_file;
+  j["max_keys_per_owner"] = c.max_keys_per_owner;
+  j["rotate_kek_to"] = c.rotate_kek_to.empty() ? "" : "<set>";
   j["metrics_listen"] = c.metrics_listen;
   j["workers"] = c.workers;
   j["queue_capacity"] = c.queue_capacity;
@@ -190,6 +292,15 @@ std::string ConfigToJson(const Config& c) {
   j["max_field_bytes"] = c.max_field_bytes;
   j["max_batch_items"] = c.max_batch_items;
   j["max_stream_inflight"] = c.max_stream_inflight;
+  j["max_output_bytes"] = c.max_output_bytes;
+  j["max_stream_bytes"] = c.max_stream_bytes;
+  j["hash_stream_max_bytes"] = c.hash_stream_max_bytes;
+  j["hash_stream_idle"] = c.hash_stream_idle_s;
+  j["hash_stream_max_duration"] = c.hash_stream_max_s;
+  j["max_hash_streams"] = c.max_hash_streams;
+  j["key_queue"] = c.key_queue;
+  j["grpc_memory_mb"] = c.grpc_memory_mb;
+  j["max_concurrent_streams"] = c.max_concurrent_streams;
   j["port_file"] = c.port_file;
   j["malloc_retain_mb"] = c.malloc_retain_mb;
   j["inline_crypto"] = c.inline_crypto;

@@ -1,9 +1,12 @@
 #include "pqcd/server/crypto_service.h"
 
+#include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <list>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -149,8 +152,16 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
                                                pqc::v1::BatchResponse* response) {
   const int n = request->operations_size();
   const bool too_many = static_cast<uint32_t>(n) > ctx_->config->max_batch_items;
-  auto* reactor = new OpsReactor(ctx_, context, "Batch", too_many ? 0 : static_cast<size_t>(n),
-                                 request, response, /*secrets=*/true);
+  // The answers must fit one response: budgeted before anything is allocated or computed (a
+  // small request must not make the daemon build an answer gRPC then refuses to send).
+  size_t answer_bytes = 0;
+  if (!too_many) {
+    for (const pqc::v1::Operation& op : request->operations()) answer_bytes += AnswerBytesBound(op);
+  }
+  const bool too_big = answer_bytes > ctx_->config->max_message_bytes;
+  auto* reactor =
+      new OpsReactor(ctx_, context, "Batch", too_many || too_big ? 0 : static_cast<size_t>(n),
+                     request, response, /*secrets=*/true);
   reactor->scope().set_algorithm("mixed");
   if (ctx_->draining.load()) {
     reactor->FinishWith(kDraining);
@@ -161,6 +172,14 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                      absl::StrCat("operations: at most ", ctx_->config->max_batch_items,
                                   " per Batch (--max-batch-items), got ", n)));
+    return reactor;
+  }
+  if (too_big) {
+    reactor->FinishWith(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("the Batch's answers would take up to ", answer_bytes,
+                     " bytes, more than one response may carry (--max-message-bytes ",
+                     ctx_->config->max_message_bytes, "); send fewer or smaller operations")));
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
@@ -230,22 +249,87 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
 }
 
 // ---- HashStream --------------------------------------------------------------------------------
+//
+// Bounded per call by --max-field-bytes per message, --hash-stream-max-bytes in total,
+// --hash-stream-idle between messages and --hash-stream-max-duration overall, and in number by
+// --max-hash-streams. The idle and duration limits are enforced by HashStreamWatch, a thread that
+// looks at every open HashStream a few times per second and finishes the expired ones.
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+class HashStreamReactor;
+
+}  // namespace
+
+class HashStreamWatch {
+ public:
+  HashStreamWatch() : thread_([this] { Loop(); }) {}
+  ~HashStreamWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Add(HashStreamReactor* r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.push_back(r);
+  }
+  void Remove(HashStreamReactor* r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.erase(std::find(open_.begin(), open_.end(), r));
+  }
+  std::atomic<uint32_t> count{0};  // open HashStreams (--max-hash-streams)
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<HashStreamReactor*> open_;
+  std::thread thread_;
+};
 
 namespace {
 
 class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStreamRequest> {
  public:
-  HashStreamReactor(ServiceContext* ctx, grpc::CallbackServerContext* context,
-                    pqc::v1::HashResponse* response)
-      : ctx_(ctx), context_(context), response_(response), scope_(ctx, "HashStream") {
+  HashStreamReactor(ServiceContext* ctx, HashStreamWatch* watch,
+                    grpc::CallbackServerContext* context, pqc::v1::HashResponse* response)
+      : ctx_(ctx),
+        watch_(watch),
+        context_(context),
+        response_(response),
+        scope_(ctx, "HashStream"),
+        start_(SteadyClock::now()),
+        last_message_(start_) {
     if (ctx_->draining.load()) {
       FinishWith(kDraining);
       return;
     }
-    StartRead(&request_);
+    const uint32_t limit = ctx_->config->max_hash_streams;
+    if (watch_->count.fetch_add(1) >= limit) {
+      watch_->count.fetch_sub(1);
+      FinishWith(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("too many HashStreams open (--max-hash-streams ", limit, "); retry later")));
+      return;
+    }
+    watched_ = true;
+    watch_->Add(this);
+    ReadNext();
   }
 
   void OnReadDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      read_pending_ = false;
+      if (finished_) return;  // ended by the watch (or an error) while the read was pending
+      last_message_ = SteadyClock::now();
+    }
     if (!ok) {  // the client finished sending (or the call broke)
       if (cancel_code_.load() != grpc::StatusCode::OK) {
         FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "HashStream cancelled"));
@@ -274,6 +358,14 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
                                     request_.data().size())));
       return;
     }
+    total_bytes_ += request_.data().size();
+    if (total_bytes_ > ctx_->config->hash_stream_max_bytes) {
+      FinishWith(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("data: a HashStream may hash at most ", ctx_->config->hash_stream_max_bytes,
+                       " bytes (--hash-stream-max-bytes)")));
+      return;
+    }
     if (!hasher_) {
       scope_.set_algorithm(AlgorithmLabel(request_.algorithm()));
       auto info = LookupAlgorithm(request_.algorithm());
@@ -287,9 +379,11 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       algorithm_ = request_.algorithm();
       out_len_ = kernels::HashDigestBytes(info->hash);
       if (kernels::HashIsXof(info->hash)) {
-        if (request_.output_length() > (1u << 20)) {
-          FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                  "output_length: at most 1048576 bytes"));
+        if (request_.output_length() > ctx_->config->max_output_bytes) {
+          FinishWith(grpc::Status(
+              grpc::StatusCode::INVALID_ARGUMENT,
+              absl::StrCat("output_length: at most ", ctx_->config->max_output_bytes,
+                           " bytes (--max-output-bytes), got ", request_.output_length())));
           return;
         }
         if (request_.output_length() != 0) out_len_ = request_.output_length();
@@ -322,7 +416,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
     chunk_.clear();
     chunk_.swap(*request_.mutable_data());
     if (chunk_.empty()) {
-      StartRead(&request_);
+      ReadNext();
       return;
     }
     ctx_->aux->Post([this] {
@@ -330,7 +424,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
         hasher_->Update(
             kernels::Bytes(reinterpret_cast<const uint8_t*>(chunk_.data()), chunk_.size()));
       }
-      StartRead(&request_);
+      ReadNext();
     });
   }
 
@@ -339,35 +433,107 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
   void OnCancel() override { cancel_code_.store(CancelCode(*context_)); }
 
   void OnDone() override {
+    if (watched_) {
+      watch_->Remove(this);
+      watch_->count.fetch_sub(1);
+    }
     const grpc::StatusCode cancelled = cancel_code_.load();
     scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
     delete this;
   }
 
+  // The watch's look (its thread, under its lock, so the reactor is alive): ends the call when it
+  // idled or lasted too long. A read in progress is ended by Finish; while a chunk is being hashed
+  // (no read pending), ReadNext ends it afterwards.
+  void Check(SteadyClock::time_point now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    if (!expired_) {
+      const auto idle = std::chrono::duration<double>(now - last_message_).count();
+      const auto age = std::chrono::duration<double>(now - start_).count();
+      if (age > ctx_->config->hash_stream_max_s) {
+        expired_.emplace(
+            grpc::StatusCode::DEADLINE_EXCEEDED,
+            absl::StrCat("HashStream lasted longer than ", ctx_->config->hash_stream_max_s,
+                         " s (--hash-stream-max-duration)"));
+      } else if (read_pending_ && idle > ctx_->config->hash_stream_idle_s) {
+        expired_.emplace(
+            grpc::StatusCode::DEADLINE_EXCEEDED,
+            absl::StrCat("HashStream idle for more than ", ctx_->config->hash_stream_idle_s,
+                         " s without a message (--hash-stream-idle)"));
+      }
+    }
+    if (expired_ && read_pending_) FinishLocked(*expired_);
+  }
+
  private:
+  // Reads the next message unless the call was ended meanwhile.
+  void ReadNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    if (expired_) {
+      FinishLocked(*expired_);
+      return;
+    }
+    read_pending_ = true;
+    last_message_ = SteadyClock::now();  // idle time counts from when the daemon is ready again
+    StartRead(&request_);
+  }
+
   void FinishWith(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(status);
+  }
+  // Callback-API operations never run their reactions inline, so calling gRPC under mu_ is safe.
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
     finish_code_ = status.error_code();
     Finish(status);
   }
 
   ServiceContext* ctx_;
+  HashStreamWatch* watch_;
   grpc::CallbackServerContext* context_;
   pqc::v1::HashResponse* response_;
   RequestScope scope_;
+  bool watched_ = false;
   grpc::StatusCode finish_code_ = grpc::StatusCode::OK;
   std::atomic<grpc::StatusCode> cancel_code_{grpc::StatusCode::OK};
   pqc::v1::HashStreamRequest request_;
   std::string chunk_;
   int algorithm_ = 0;
   size_t out_len_ = 0;
+  uint64_t total_bytes_ = 0;
   std::optional<kernels::Hasher> hasher_;
+
+  std::mutex mu_;
+  bool finished_ = false;      // Finish was called
+  bool read_pending_ = false;  // a StartRead has not completed yet
+  std::optional<grpc::Status> expired_;
+  const SteadyClock::time_point start_;
+  SteadyClock::time_point last_message_;
 };
 
 }  // namespace
 
+void HashStreamWatch::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    const auto now = SteadyClock::now();
+    for (HashStreamReactor* r : open_) r->Check(now);
+  }
+}
+
+CryptoService::CryptoService(ServiceContext* ctx)
+    : ctx_(ctx), hash_watch_(std::make_unique<HashStreamWatch>()) {}
+
+CryptoService::~CryptoService() = default;
+
 grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* CryptoService::HashStream(
     grpc::CallbackServerContext* context, pqc::v1::HashResponse* response) {
-  return new HashStreamReactor(ctx_, context, response);
+  return new HashStreamReactor(ctx_, hash_watch_.get(), context, response);
 }
 
 // ---- Stream ------------------------------------------------------------------------------------
@@ -398,7 +564,8 @@ class StreamReactor final
         caller_(IdentifyCaller(*context, ctx->identity_policy)),
         max_inflight_(std::max<uint32_t>(ctx->config->max_stream_inflight, 1)),
         max_items_(std::max<uint32_t>(ctx->config->max_batch_items, 1)),
-        max_answer_bytes_(ctx->config->max_message_bytes / 2) {
+        max_answer_bytes_(ctx->config->max_message_bytes / 2),
+        max_held_bytes_(std::max<size_t>(ctx->config->max_stream_bytes / 2, 1)) {
     scope_.set_algorithm("mixed");
     if (ctx_->draining.load()) {
       finished_ = true;
@@ -426,8 +593,21 @@ class StreamReactor final
       return;
     }
     auto* chunk = new Chunk;
+    chunk->bytes = request_.ByteSizeLong();
     chunk->request.Swap(&request_);
     const pqc::v1::StreamRequest& req = chunk->request;
+    // What the message's answers may take: budgeted with its input bytes against --max-stream-bytes
+    // (reading pauses at half of it); a message whose answers alone exceed half is refused.
+    size_t answer_bytes = 0;
+    if (packed_items > 0) {
+      for (const pqc::v1::StreamItem& item : req.items()) {
+        answer_bytes += AnswerBytesBound(item.operation()) + 16;
+      }
+    } else {
+      answer_bytes = AnswerBytesBound(req.operation());
+    }
+    const bool too_big = answer_bytes > max_held_bytes_;
+    chunk->bytes += too_big ? 64 * static_cast<size_t>(std::max(packed_items, 1)) : answer_bytes;
     // A packed message that also sets `operation` gets one extra single-form slot for the error.
     const bool stray_single = packed_items > 0 && req.has_operation();
     chunk->n = packed_items > 0 ? static_cast<size_t>(packed_items) + (stray_single ? 1 : 0) : 1;
@@ -459,8 +639,13 @@ class StreamReactor final
                        "operation: set either operation (single form) or items (packed form)"));
         continue;
       }
-      absl::Status st = draining ? absl::UnavailableError("pqcd is draining (shutting down)")
-                                 : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op);
+      absl::Status st =
+          draining  ? absl::UnavailableError("pqcd is draining (shutting down)")
+          : too_big ? absl::ResourceExhaustedError(absl::StrCat(
+                          "the message's answers would take up to ", answer_bytes,
+                          " bytes, more than a Stream may hold (half of --max-stream-bytes, ",
+                          max_held_bytes_, "); send fewer or smaller operations per message"))
+                    : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op);
       if (!st.ok()) {
         fail(slot, st);
         continue;
@@ -476,6 +661,7 @@ class StreamReactor final
       chunks_.push_back(chunk);
       chunk->pos = std::prev(chunks_.end());
       outstanding_ += chunk->n;
+      held_bytes_ += chunk->bytes;
       if (broken_) {  // cancelled meanwhile: let the engine drop these jobs too
         for (size_t i = 0; i < chunk->n; ++i) chunk->slots[i].op.job.Cancel();
       }
@@ -503,7 +689,7 @@ class StreamReactor final
     // lifted by a completion on another thread, whose StartRead would run a second OnReadDone
     // beside this one.
     std::unique_lock<std::mutex> lock(mu_);
-    if (outstanding_ < max_inflight_ && !broken_) {
+    if (outstanding_ < max_inflight_ && held_bytes_ < max_held_bytes_ && !broken_) {
       lock.unlock();
       StartRead(&request_);
       return;
@@ -564,6 +750,7 @@ class StreamReactor final
     std::unique_ptr<Slot[]> slots;
     size_t n = 0;
     size_t unwritten = 0;  // slots not yet written or dropped (mu_)
+    size_t bytes = 0;      // input bytes + the answers' bound, held until the chunk is freed
     std::list<Chunk*>::iterator pos;
   };
 
@@ -650,6 +837,7 @@ class StreamReactor final
     --outstanding_;
     Chunk* chunk = slot->chunk;
     if (--chunk->unwritten == 0) {
+      held_bytes_ -= chunk->bytes;
       chunks_.erase(chunk->pos);
       to_free->push_back(chunk);
     }
@@ -683,7 +871,8 @@ class StreamReactor final
   }
 
   bool ResumeReadLocked() {
-    if (read_paused_ && !reads_done_ && !broken_ && outstanding_ < max_inflight_) {
+    if (read_paused_ && !reads_done_ && !broken_ && outstanding_ < max_inflight_ &&
+        held_bytes_ < max_held_bytes_) {
       read_paused_ = false;
       return true;
     }
@@ -720,6 +909,7 @@ class StreamReactor final
   const uint32_t max_inflight_;
   const uint32_t max_items_;
   const size_t max_answer_bytes_;
+  const size_t max_held_bytes_;     // reading pauses while the Stream holds this much
   pqc::v1::StreamRequest request_;  // the read buffer
   std::vector<engine::Job*> jobs_;  // the burst being submitted (read side)
   pqc::v1::StreamResponse out_;     // the answer being written (write token)
@@ -737,6 +927,7 @@ class StreamReactor final
   std::optional<grpc::StatusCode> cancel_code_;  // set by OnCancel: what the client sees
   bool finished_ = false;
   size_t outstanding_ = 0;
+  size_t held_bytes_ = 0;  // Chunk::bytes of the chunks not yet freed
 };
 
 }  // namespace

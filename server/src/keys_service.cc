@@ -34,23 +34,31 @@ grpc::ServerUnaryReactor* Run(ServiceContext* ctx, grpc::CallbackServerContext* 
     return reactor;
   }
   Caller caller = IdentifyCaller(*context, ctx->identity_policy);
+  // The caller's right is checked before anything is queued.
+  if (!caller.may_hold_keys) {
+    const grpc::Status denied(
+        grpc::StatusCode::PERMISSION_DENIED,
+        "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
+        "or a daemon started with --allow-insecure-tcp");
+    scope->Done(denied.error_code());
+    reactor->Finish(denied);
+    return reactor;
+  }
   auto task = [reactor, scope, caller = std::move(caller), body = std::move(body)]() mutable {
-    absl::Status s;
-    if (!caller.may_hold_keys) {
-      s = absl::PermissionDeniedError(
-          "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
-          "or a daemon started with --allow-insecure-tcp");
-    } else {
-      s = body(caller, scope.get());
-    }
-    grpc::Status g = ToGrpc(s);
+    grpc::Status g = ToGrpc(body(caller, scope.get()));
     scope->Done(g.error_code());
     reactor->Finish(g);
   };
-  if (on_aux) {
-    ctx->aux->Post(std::move(task));
-  } else {
+  if (!on_aux) {
     task();
+  } else if (!ctx->key_tasks->TryPost(std::move(task))) {
+    // Key management (fsync'ed writes, key checks) has its own bounded queue: a flood of it
+    // neither grows memory nor delays crypto or HashStream work.
+    const grpc::Status full(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            absl::StrCat("key management is busy: ", ctx->config->key_queue,
+                                         " requests already queued (--key-queue); retry later"));
+    scope->Done(full.error_code());
+    reactor->Finish(full);
   }
   return reactor;
 }
@@ -122,11 +130,12 @@ grpc::ServerUnaryReactor* KeysService::GetPublicKey(grpc::CallbackServerContext*
   return Run(ctx_, context, "Keys.GetPublicKey", false,
              [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
                if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-               auto rec = ctx->keys->Get(request->key_id(), request->version(), caller.identity,
-                                         caller.admin);
+               auto owner = ManagedOwner(caller, request->owner());
+               if (!owner.ok()) return owner.status();
+               auto rec = ctx->keys->Get(*owner, request->key_id(), request->version());
                if (!rec.ok()) return rec.status();
                scope->set_algorithm(AlgorithmLabel(rec->algorithm));
-               FillKeyInfo(*rec, ctx->keys->Versions(rec->key_id), response);
+               FillKeyInfo(*rec, ctx->keys->Versions(rec->owner, rec->key_id), response);
                return absl::OkStatus();
              });
 }
@@ -134,16 +143,35 @@ grpc::ServerUnaryReactor* KeysService::GetPublicKey(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* KeysService::List(grpc::CallbackServerContext* context,
                                             const pqc::v1::ListKeysRequest* request,
                                             pqc::v1::ListKeysResponse* response) {
-  return Run(
-      ctx_, context, "Keys.List", false,
-      [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
-        std::map<std::string, std::string> selector(request->label_selector().begin(),
-                                                    request->label_selector().end());
-        for (const KeyRecord& rec : ctx->keys->List(caller.identity, caller.admin, selector)) {
-          FillKeyInfo(rec, ctx->keys->Versions(rec.key_id), response->add_keys());
-        }
-        return absl::OkStatus();
-      });
+  return Run(ctx_, context, "Keys.List", false,
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
+               std::map<std::string, std::string> selector(request->label_selector().begin(),
+                                                           request->label_selector().end());
+               // The caller's own keys; admins may ask for one identity's or, with "*", all.
+               std::string owner;
+               if (request->owner() == "*") {
+                 if (!caller.admin) {
+                   return absl::PermissionDeniedError(
+                       "owner: only --admin identities list every identity's keys");
+                 }
+               } else {
+                 auto managed = ManagedOwner(caller, request->owner());
+                 if (!managed.ok()) return managed.status();
+                 owner = *std::move(managed);
+               }
+               if (request->page_size() > 1000) {
+                 return absl::InvalidArgumentError(
+                     StrCat("page_size: at most 1000, got ", request->page_size()));
+               }
+               auto page = ctx->keys->List(request->owner() == "*" ? nullptr : &owner, selector,
+                                           request->page_size(), request->page_token());
+               if (!page.ok()) return page.status();
+               for (const KeyRecord& rec : page->keys) {
+                 FillKeyInfo(rec, ctx->keys->Versions(rec.owner, rec.key_id), response->add_keys());
+               }
+               response->set_next_page_token(std::move(page->next_page_token));
+               return absl::OkStatus();
+             });
 }
 
 grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* context,
@@ -152,10 +180,13 @@ grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* conte
   return Run(ctx_, context, "Keys.Delete", true,
              [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
                if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-               auto n = ctx->keys->Delete(request->key_id(), request->version(), caller.identity,
-                                          caller.admin);
-               ctx->Audit(caller.identity, "delete", request->key_id(), request->version(), "",
-                          n.status());
+               auto n = [&]() -> absl::StatusOr<uint32_t> {
+                 auto owner = ManagedOwner(caller, request->owner());
+                 if (!owner.ok()) return owner.status();
+                 return ctx->keys->Delete(*owner, request->key_id(), request->version());
+               }();
+               ctx->Audit(caller.identity, "delete", request->owner(), request->key_id(),
+                          request->version(), "", n.status());
                if (!n.ok()) return n.status();
                response->set_deleted_versions(*n);
                return absl::OkStatus();
@@ -178,6 +209,9 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
           }
           scope->set_algorithm(std::string(info->name));
           if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
+          if (absl::Status s = ValidateLabels(request->labels()); !s.ok()) return s;
+          auto owner = ManagedOwner(caller, request->owner());
+          if (!owner.ok()) return owner.status();
           const std::string& sk = request->private_key();
           auto pk =
               PublicKeyOf(*info, Bytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
@@ -186,14 +220,15 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
           std::map<std::string, std::string> labels(request->labels().begin(),
                                                     request->labels().end());
           return ctx->keys->Create(
-              key_id, request->algorithm(), std::move(*pk),
+              *owner, key_id, request->algorithm(), std::move(*pk),
               SecretBytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
-              std::move(labels), caller.identity);
+              std::move(labels));
         }();
-        ctx->Audit(caller.identity, "import", key_id, result.ok() ? result->version : 0,
-                   AlgorithmLabel(request->algorithm()), result.status());
+        ctx->Audit(caller.identity, "import", request->owner(), key_id,
+                   result.ok() ? result->version : 0, AlgorithmLabel(request->algorithm()),
+                   result.status());
         if (!result.ok()) return result.status();
-        FillKeyInfo(*result, ctx->keys->Versions(key_id), response);
+        FillKeyInfo(*result, ctx->keys->Versions(result->owner, key_id), response);
         return absl::OkStatus();
       },
       request);
@@ -202,43 +237,45 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* context,
                                               const pqc::v1::RotateKeyRequest* request,
                                               pqc::v1::KeyInfo* response) {
-  return Run(ctx_, context, "Keys.Rotate", true,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-               int algorithm = 0;
-               auto result = [&]() -> absl::StatusOr<KeyRecord> {
-                 if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-                 auto cur = ctx->keys->Get(request->key_id(), 0, caller.identity, caller.admin);
-                 if (!cur.ok()) return cur.status();
-                 algorithm = cur->algorithm;
-                 auto info = LookupAlgorithm(cur->algorithm);
-                 if (!info) return absl::InternalError("held key has an unknown algorithm");
-                 scope->set_algorithm(std::string(info->name));
-                 std::vector<uint8_t> pk(PublicKeyBytes(*info));
-                 SecretBytes expanded(PrivateExpandedBytes(*info));
-                 SecretBytes seed(PrivateSeedBytes(*info));
-                 MutBytes dk(expanded.data(), expanded.size());
-                 MutBytes seed_out(seed.data(), seed.size());
-                 absl::Status s;
-                 if (info->kem) {
-                   kernels::KemKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
-                   info->kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-                   s = item.status;
-                 } else {
-                   kernels::DsaKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
-                   info->dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-                   s = item.status;
-                 }
-                 if (!s.ok()) return s;
-                 return ctx->keys->AddVersion(request->key_id(), std::move(pk), std::move(seed),
-                                              caller.identity, caller.admin);
-               }();
-               ctx->Audit(caller.identity, "rotate", request->key_id(),
-                          result.ok() ? result->version : 0, AlgorithmLabel(algorithm),
-                          result.status());
-               if (!result.ok()) return result.status();
-               FillKeyInfo(*result, ctx->keys->Versions(request->key_id()), response);
-               return absl::OkStatus();
-             });
+  return Run(
+      ctx_, context, "Keys.Rotate", true,
+      [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
+        int algorithm = 0;
+        auto result = [&]() -> absl::StatusOr<KeyRecord> {
+          if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+          auto owner = ManagedOwner(caller, request->owner());
+          if (!owner.ok()) return owner.status();
+          auto cur = ctx->keys->Get(*owner, request->key_id(), 0);
+          if (!cur.ok()) return cur.status();
+          algorithm = cur->algorithm;
+          auto info = LookupAlgorithm(cur->algorithm);
+          if (!info) return absl::InternalError("held key has an unknown algorithm");
+          scope->set_algorithm(std::string(info->name));
+          std::vector<uint8_t> pk(PublicKeyBytes(*info));
+          SecretBytes expanded(PrivateExpandedBytes(*info));
+          SecretBytes seed(PrivateSeedBytes(*info));
+          MutBytes dk(expanded.data(), expanded.size());
+          MutBytes seed_out(seed.data(), seed.size());
+          absl::Status s;
+          if (info->kem) {
+            kernels::KemKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
+            info->kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+            s = item.status;
+          } else {
+            kernels::DsaKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
+            info->dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
+            s = item.status;
+          }
+          if (!s.ok()) return s;
+          return ctx->keys->AddVersion(cur->owner, request->key_id(), std::move(pk),
+                                       std::move(seed));
+        }();
+        ctx->Audit(caller.identity, "rotate", request->owner(), request->key_id(),
+                   result.ok() ? result->version : 0, AlgorithmLabel(algorithm), result.status());
+        if (!result.ok()) return result.status();
+        FillKeyInfo(*result, ctx->keys->Versions(result->owner, request->key_id()), response);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace pqcd::server

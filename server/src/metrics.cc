@@ -127,6 +127,10 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     held_keys_ = std::move(f);
   }
+  void SetKeyRefusals(std::function<KeyRefusals()> f) {
+    absl::MutexLock lock(&mu_);
+    key_refusals_ = std::move(f);
+  }
 
   // The standard process metrics (prometheus-cpp does not export them): CPU seconds and resident
   // memory from /proc/self, so that dashboards and pqc-load --server-metrics see the daemon's cost.
@@ -169,6 +173,22 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     hm.gauge.value = held_keys_ ? static_cast<double>(held_keys_()) : 0.0;
     held.metric.push_back(hm);
     out.push_back(std::move(held));
+    {
+      const KeyRefusals r = key_refusals_ ? key_refusals_() : KeyRefusals{};
+      MetricFamily refused{"pqcd_held_keys_refused_total",
+                           "New held keys refused: reason=memlock (RLIMIT_MEMLOCK exhausted, the "
+                           "key would have been swappable), reason=quota (--max-keys-per-owner)",
+                           MetricType::Counter,
+                           {}};
+      for (const auto& [reason, value] :
+           {std::pair<const char*, uint64_t>{"memlock", r.memlock}, {"quota", r.quota}}) {
+        ClientMetric m;
+        m.label.push_back({"reason", reason});
+        m.counter.value = static_cast<double>(value);
+        refused.metric.push_back(std::move(m));
+      }
+      out.push_back(std::move(refused));
+    }
     AddProcessMetrics(out);
     if (engine_ == nullptr) return out;
 
@@ -288,6 +308,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   mutable absl::Mutex mu_;
   const engine::Engine* engine_ = nullptr;
   std::function<size_t()> held_keys_;
+  std::function<KeyRefusals()> key_refusals_;
 };
 
 Metrics::Metrics(std::string version, std::string isa)
@@ -331,6 +352,9 @@ void Metrics::SetEngine(const engine::Engine* engine) {
 }
 void Metrics::SetHeldKeysSource(std::function<size_t()> source) {
   engine_collector_->SetHeldKeys(std::move(source));
+}
+void Metrics::SetKeyRefusalsSource(std::function<KeyRefusals()> source) {
+  engine_collector_->SetKeyRefusals(std::move(source));
 }
 
 int Metrics::Serve(const std::string& listen_address) {

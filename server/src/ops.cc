@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "audit.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/server/algorithms.h"
@@ -64,7 +65,17 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
         "socket) or a daemon started with --allow-insecure-tcp");
   }
   if (absl::Status s = ValidateKeyId(ref.key_id(), "key_ref.key_id"); !s.ok()) return s;
-  auto rec = ctx->keys->Get(ref.key_id(), ref.version(), caller.identity, caller.admin);
+  // Owners use their keys; another identity's key only where the daemon grants it
+  // (--allow-admin-key-use, admins), and every such use is audited.
+  const std::string& owner = ref.owner().empty() ? caller.identity : ref.owner();
+  const bool foreign = owner != caller.identity;
+  if (foreign && !MayUseKey(caller, owner, ctx->identity_policy)) {
+    return absl::PermissionDeniedError(
+        caller.admin ? "key_ref.owner: admins manage other identities' keys but use them only when "
+                       "pqcd runs with --allow-admin-key-use"
+                     : "key_ref.owner: only the owner may use a held key");
+  }
+  auto rec = ctx->keys->Get(owner, ref.key_id(), ref.version());
   if (!rec.ok()) {
     if (rec.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(ref.version() == 0 ? StrCat("key_ref: no key '", ref.key_id(), "'")
@@ -84,6 +95,9 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
     return InvalidArgumentError(StrCat("key_ref: key '", ref.key_id(), "' (",
                                        AlgorithmLabel(rec->algorithm), ") cannot be used for ",
                                        rpc));
+  }
+  if ((foreign || ctx->identity_policy.audit_key_use) && ctx->key_use != nullptr) {
+    ctx->key_use->Record(caller.identity, owner, rec->key_id, rec->version, rpc);
   }
   return rec;
 }
@@ -111,12 +125,14 @@ absl::Status CheckPublicKey(const AlgorithmInfo& info, const std::string& key, c
 void OpState::Complete(absl::Status status) {
   if (status.ok() && post) post();
   if (status.ok() && store) {
-    ctx->aux->Post([this] {
+    // Stored on the bounded key-management queue (--key-queue); refused when it is full.
+    const bool queued = ctx->key_tasks->TryPost([this] {
       Store& s = *store;
-      auto rec = ctx->keys->Create(
-          s.key_id, s.algorithm, std::vector<uint8_t>(job.public_key.begin(), job.public_key.end()),
-          std::move(gen_seed), s.labels, s.owner);
-      ctx->Audit(s.owner, "create", s.key_id, rec.ok() ? rec->version : 0,
+      auto rec =
+          ctx->keys->Create(s.owner, s.key_id, s.algorithm,
+                            std::vector<uint8_t>(job.public_key.begin(), job.public_key.end()),
+                            std::move(gen_seed), s.labels);
+      ctx->Audit(s.owner, "create", s.owner, s.key_id, rec.ok() ? rec->version : 0,
                  AlgorithmLabel(s.algorithm), rec.status());
       absl::Status result = rec.status();
       if (rec.ok()) {
@@ -128,6 +144,12 @@ void OpState::Complete(absl::Status status) {
       auto d = std::move(done);
       d(result);
     });
+    if (!queued) {
+      auto d = std::move(done);
+      d(absl::ResourceExhaustedError(
+          StrCat("key management is busy: ", ctx->config->key_queue,
+                 " requests already queued (--key-queue); the key was not stored, retry later")));
+    }
     return;
   }
   auto d = std::move(done);
@@ -143,7 +165,6 @@ void OpState::Submit(std::chrono::system_clock::time_point deadline) {
   Arm(deadline);
   ctx->engine->Submit(&job);
 }
-
 
 absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
   if (key_id.empty() || key_id.size() > 128) {
@@ -193,6 +214,31 @@ void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& statu
   if (!status.ok()) result->clear_result();
 }
 
+absl::StatusOr<std::string> ManagedOwner(const Caller& caller, const std::string& requested) {
+  if (requested.empty() || requested == caller.identity) return caller.identity;
+  if (!caller.admin) {
+    return absl::PermissionDeniedError(
+        "owner: only --admin identities manage other identities' keys (leave owner empty for your "
+        "own)");
+  }
+  if (absl::Status s = ValidateTypedIdentity(requested); !s.ok()) {
+    return InvalidArgumentError(StrCat("owner: ", s.message()));
+  }
+  return requested;
+}
+
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > 64) {
+    return InvalidArgumentError(StrCat("labels: at most 64 per key, got ", labels.size()));
+  }
+  for (const auto& [k, v] : labels) {
+    if (k.empty() || k.size() > 256 || v.size() > 1024) {
+      return InvalidArgumentError("labels: keys 1..256 bytes, values up to 1024 bytes");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
                            OpState* st) {
@@ -229,14 +275,10 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
     }
     std::string key_id = req.key_id().empty() ? NewKeyId() : req.key_id();
     if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
-    if (!ctx->keys->Versions(key_id).empty()) {
+    if (!ctx->keys->Versions(caller.identity, key_id).empty()) {
       return absl::AlreadyExistsError(StrCat("key_id: '", key_id, "' already exists"));
     }
-    for (const auto& [k, v] : req.labels()) {
-      if (k.empty() || k.size() > 256 || v.size() > 1024) {
-        return InvalidArgumentError("labels: keys 1..256 bytes, values up to 1024 bytes");
-      }
-    }
+    if (absl::Status s = ValidateLabels(req.labels()); !s.ok()) return s;
     st->gen_private = SecretBytes(PrivateExpandedBytes(*info));
     job.private_key = MutBytes(st->gen_private.data(), st->gen_private.size());
     if (req.seed().empty()) {
@@ -420,9 +462,9 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
   if (absl::Status s = CheckFieldSize(ctx, req.data(), "data"); !s.ok()) return s;
   size_t out_len = kernels::HashDigestBytes(info->hash);
   if (kernels::HashIsXof(info->hash)) {
-    if (req.output_length() > (1u << 20)) {
-      return InvalidArgumentError(
-          StrCat("output_length: at most 1048576 bytes, got ", req.output_length()));
+    if (req.output_length() > ctx->config->max_output_bytes) {
+      return InvalidArgumentError(StrCat("output_length: at most ", ctx->config->max_output_bytes,
+                                         " bytes (--max-output-bytes), got ", req.output_length()));
     }
     if (req.output_length() != 0) out_len = req.output_length();
   } else if (req.output_length() != 0 && req.output_length() != out_len) {
@@ -435,6 +477,46 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
   job.output = Resize(resp->mutable_digest(), out_len);
   job.options.xof_bytes = kernels::HashIsXof(info->hash) ? out_len : 0;
   return absl::OkStatus();
+}
+
+size_t AnswerBytesBound(const pqc::v1::Operation& op) {
+  // Per-field framing (tags, lengths, the result's status) is covered by the constant.
+  constexpr size_t kOverhead = 64;
+  auto info_of = [](int algorithm) { return LookupAlgorithm(algorithm); };
+  switch (op.op_case()) {
+    case pqc::v1::Operation::kKeygen:
+      if (auto info = info_of(op.keygen().algorithm())) {
+        return kOverhead + PublicKeyBytes(*info) + PrivateExpandedBytes(*info) +
+               PrivateSeedBytes(*info) + (op.keygen().hold() ? 128 : 0);
+      }
+      break;
+    case pqc::v1::Operation::kEncaps:
+      if (auto info = info_of(op.encaps().algorithm()); info && info->kem) {
+        return kOverhead + info->kem->ct_bytes + info->kem->ss_bytes;
+      }
+      break;
+    case pqc::v1::Operation::kDecaps:
+      if (auto info = info_of(op.decaps().algorithm()); info && info->kem) {
+        return kOverhead + info->kem->ss_bytes;
+      }
+      break;
+    case pqc::v1::Operation::kSign:
+      if (auto info = info_of(op.sign().algorithm()); info && info->dsa) {
+        return kOverhead + info->dsa->sig_bytes;
+      }
+      break;
+    case pqc::v1::Operation::kHash:
+      if (auto info = info_of(op.hash().algorithm()); info && info->family == Family::kHash) {
+        return kOverhead + (kernels::HashIsXof(info->hash) && op.hash().output_length() != 0
+                                ? op.hash().output_length()
+                                : kernels::HashDigestBytes(info->hash));
+      }
+      break;
+    default:
+      break;
+  }
+  // Held keys (algorithm left unspecified), Verify, invalid operations: a key-sized bound.
+  return kOverhead + 4627;  // the largest fixed-size answer: an ML-DSA-87 signature
 }
 
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,

@@ -68,12 +68,20 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& caller, const pqc::v
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
                               OpState* st);
+// An upper bound of the bytes the operation's answer takes in a response (cheap: no validation).
+// Batch and Stream budget their answers with it before anything is allocated or computed.
+size_t AnswerBytesBound(const pqc::v1::Operation& op);
 // Writes a non-OK status into an OperationResult (clearing any partial result).
 void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status);
 
 // Key ids: letters, digits, '-', '_', '.', 1..128 characters.
 absl::Status ValidateKeyId(const std::string& key_id, const char* field);
 std::string NewKeyId();
+// The owner whose keys a key-management request addresses: the caller's own (requested empty or
+// the caller), or, for admins only, the typed identity named in the request's `owner`.
+absl::StatusOr<std::string> ManagedOwner(const Caller& caller, const std::string& requested);
+// Labels of a held key (KeyGen, Import): at most 64, keys 1..256 bytes, values up to 1024 bytes.
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels);
 // Fills a KeyInfo from a record (and the list of versions).
 void FillKeyInfo(const KeyRecord& rec, const std::vector<uint32_t>& versions,
                  pqc::v1::KeyInfo* info);

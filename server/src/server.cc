@@ -6,23 +6,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "audit.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "keystore/key_store.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/engine/pqc_executor.h"
 #include "pqcd/kernels/isa.h"
+#include "pqcd/kernels/random.h"
 #include "pqcd/server/config.h"
 #include "pqcd/server/crypto_service.h"
+#include "pqcd/server/identity.h"
 #include "pqcd/server/keys_service.h"
 #include "pqcd/server/metrics.h"
 #include "pqcd/server/selftest.h"
@@ -30,49 +36,28 @@
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
+#include "tls_files.h"
+#include "unix_listener.h"
 
 namespace pqcd::server {
 
 // ---- ServiceContext / RequestScope -------------------------------------------------------------
 
-namespace {
-
-// Quotes a caller-controlled value (a certificate subject, an error message) for one log line:
-// backslash, quote and control characters are escaped, so that no value can end the field or
-// start a forged line.
-std::string LogQuoted(std::string_view value) {
-  std::string out = "\"";
-  for (const char c : value) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 15]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-}  // namespace
-
 void ServiceContext::Audit(const std::string& who, const std::string& action,
-                           const std::string& key_id, uint32_t version,
+                           const std::string& owner, const std::string& key_id, uint32_t version,
                            const std::string& algorithm, const absl::Status& result) const {
   if (!audit) return;
-  audit->info("who={} action={} key_id={} version={} algorithm={} result={}{}", LogQuoted(who),
-              action, LogQuoted(key_id), version, algorithm.empty() ? "-" : algorithm,
+  // Caller-supplied values are quoted, escaped and truncated (AuditValue): none can forge fields
+  // or lines.
+  audit->info("who={} action={} owner={} key_id={} version={} algorithm={} result={}{}",
+              AuditValue(who), action, AuditValue(owner.empty() ? who : owner), AuditValue(key_id),
+              version, algorithm.empty() ? "-" : algorithm,
               StatusCodeName(static_cast<grpc::StatusCode>(result.code())),
               result.ok()
                   ? ""
-                  : absl::StrCat(" reason=", LogQuoted(std::string_view(result.message().data(),
-                                                                        result.message().size()))));
+                  : absl::StrCat(" reason=", AuditValue(std::string_view(result.message().data(),
+                                                                         result.message().size()),
+                                                        512)));
 }
 
 RequestScope::RequestScope(ServiceContext* ctx, std::string rpc)
@@ -142,15 +127,31 @@ std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name, const Config
   return logger;
 }
 
+// Writes through a fresh temporary file (O_CREAT|O_EXCL|O_NOFOLLOW, random name beside `path`,
+// mode 0644) renamed over `path`: a symlink planted at the temporary or final name is never
+// followed (rename replaces the link itself).
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << contents;
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  uint8_t rnd[8];
+  if (absl::Status s = kernels::OsRandom().Generate(kernels::MutBytes(rnd, sizeof rnd)); !s.ok()) {
+    return s;
+  }
+  std::string tmp = path + ".tmp-";
+  for (uint8_t b : rnd) absl::StrAppend(&tmp, absl::Hex(b, absl::kZeroPad2));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  }
+  const bool written =
+      ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
+  if (::close(fd) != 0 || !written) {
+    ::unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }
@@ -163,6 +164,7 @@ int DaemonMain(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // reloads the TLS files
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -187,9 +189,38 @@ int DaemonMain(int argc, char** argv) {
   }
   auto log = MakeLogger("pqcd", config);
   auto audit = MakeLogger("audit", config);
+  // Audit lines are records, not diagnostics: --log-level warn/error does not silence them (only
+  // "off" does).
+  audit->set_level(config.log_level == "off" ? spdlog::level::off : spdlog::level::info);
   // Libraries that log through spdlog's default logger (the engine) use the same format and stream.
   spdlog::set_default_logger(log);
   log->info("pqcd {} starting, config {}", PQCD_VERSION, ConfigToJson(config));
+
+  KeyStoreOptions ks_options;
+  ks_options.data_dir = config.data_dir;
+  ks_options.kek_file = config.kek_file;
+  ks_options.allow_shared_kek_file = config.allow_shared_kek_file;
+  ks_options.max_keys_per_owner = config.max_keys_per_owner;
+  ks_options.migrate_owner = [local = config.legacy_local_owner](const std::string& owner) {
+    return MigrateLegacyOwner(owner, local);
+  };
+  if (!config.rotate_kek_to.empty()) {
+    // KEK rotation mode: re-seal the key store under the new KEK and exit.
+    LoadReport rotated;
+    absl::Status s = KeyStore::RotateKek(ks_options, config.rotate_kek_to, &rotated);
+    for (const auto& problem : rotated.problems) log->error("key store: {}", problem);
+    if (!s.ok()) {
+      std::cerr << "pqcd: KEK rotation failed: " << s.message()
+                << "\n(an interrupted rotation is finished by rerunning the same command)\n";
+      return 1;
+    }
+    std::cout << "pqcd: key store " << config.data_dir << " re-sealed under "
+              << config.rotate_kek_to << ": " << rotated.loaded << " key versions, "
+              << rotated.resealed << " re-sealed now, " << rotated.problems.size()
+              << " problem(s) reported; use --kek-file " << config.rotate_kek_to
+              << " from now on\n";
+    return 0;
+  }
 
   // Kernel backend.
   kernels::Isa isa = kernels::BestSupportedIsa();
@@ -210,10 +241,7 @@ int DaemonMain(int argc, char** argv) {
 
   Metrics metrics(PQCD_VERSION, isa_name);
 
-  // Key store.
-  KeyStoreOptions ks_options;
-  ks_options.data_dir = config.data_dir;
-  ks_options.kek_file = config.kek_file;
+  // Key store (ks_options: above).
   LoadReport report;
   auto store = KeyStore::Open(ks_options, &report);
   if (!store.ok()) {
@@ -228,6 +256,10 @@ int DaemonMain(int argc, char** argv) {
     for (const auto& problem : report.problems) log->error("key store: {}", problem);
   }
   metrics.SetHeldKeysSource([ks = store->get()] { return ks->size(); });
+  metrics.SetKeyRefusalsSource([ks = store->get()] {
+    const KeyStoreCounters c = ks->counters();
+    return Metrics::KeyRefusals{c.memlock_refusals, c.quota_refusals};
+  });
 
   // Engine.
   engine::EngineOptions eo;
@@ -257,16 +289,43 @@ int DaemonMain(int argc, char** argv) {
   log->info("self-test passed: {} known-answer tests on isa {}", tests, isa_name);
 
   TaskRunner aux(2);
+  TaskRunner key_tasks(1, "pqcd-keys", config.key_queue);
   ServiceContext ctx;
   ctx.config = &config;
   ctx.engine = engine->get();
   ctx.keys = store->get();
   ctx.metrics = &metrics;
   ctx.aux = &aux;
+  ctx.key_tasks = &key_tasks;
   ctx.identity_policy.allow_insecure_tcp = config.allow_insecure_tcp;
   ctx.identity_policy.admins = config.admins;
+  ctx.identity_policy.allow_admin_key_use = config.allow_admin_key_use;
+  ctx.identity_policy.audit_key_use = config.audit_key_use;
+  ctx.identity_policy.unix_user_names = config.unix_user_names;
+  // The Unix socket: pqcd accepts its connections itself to learn each caller's uid.
+  std::unique_ptr<UnixListener> unix_listener;
+  if (!config.unix_socket.empty()) {
+    auto listener = UnixListener::Listen(
+        {config.unix_socket, static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8)),
+         config.max_unix_connections, log});
+    if (!listener.ok()) {
+      log->critical("{}", std::string(listener.status().message()));
+      return 1;
+    }
+    unix_listener = std::move(*listener);
+    ctx.identity_policy.unix_peer_uid = [l = unix_listener.get()](std::string_view peer) {
+      return l->PeerUid(peer);
+    };
+  }
   ctx.log = log;
   ctx.audit = audit;
+  // Held-key uses by other identities (all uses with --audit-key-use), aggregated per 10 s window.
+  KeyUseAuditor key_use(
+      [audit](const std::string& line) {
+        if (audit) audit->info("{}", line);
+      },
+      std::chrono::seconds(10), 1024, {}, /*background_flush=*/true);
+  ctx.key_use = &key_use;
   CryptoService crypto(&ctx);
   KeysService keys(&ctx);
 
@@ -275,57 +334,47 @@ int DaemonMain(int argc, char** argv) {
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
+  // Bounds on what callers can make gRPC itself hold: buffer memory over all calls, and calls in
+  // progress per connection.
+  grpc::ResourceQuota quota("pqcd");
+  quota.Resize(static_cast<size_t>(config.grpc_memory_mb) << 20);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(config.max_concurrent_streams));
   builder.RegisterService(&crypto);
   builder.RegisterService(&keys);
 
   int tcp_port = 0;
+  std::unique_ptr<TlsFiles> tls_files;
   if (!config.listen.empty()) {
     std::shared_ptr<grpc::ServerCredentials> creds;
     if (!config.tls_cert.empty()) {
-      auto read = [&](const std::string& path, std::string* out) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) return false;
-        out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        return true;
-      };
-      grpc::SslServerCredentialsOptions ssl(
-          config.tls_client_ca.empty()
-              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-      if (!read(config.tls_cert, &pair.cert_chain) || !read(config.tls_key, &pair.private_key)) {
-        log->critical("cannot read --tls-cert {} / --tls-key", config.tls_cert);
+      // Watched private copies of the TLS files: SIGHUP replaces them (tls_files.h).
+      auto files = TlsFiles::Create({config.tls_cert, config.tls_key, config.tls_client_ca});
+      if (!files.ok()) {
+        log->critical("TLS (--tls-cert {}, --tls-key, --tls-client-ca {}): {}", config.tls_cert,
+                      config.tls_client_ca, std::string(files.status().message()));
         return 1;
       }
-      if (!config.tls_client_ca.empty() && !read(config.tls_client_ca, &ssl.pem_root_certs)) {
-        log->critical("cannot read --tls-client-ca {}", config.tls_client_ca);
-        return 1;
+      tls_files = std::move(*files);
+      if (config.tls_min_version == "1.3") {
+        if (auto s = RequireTls13ForNewTlsContexts(); !s.ok()) {
+          log->critical("--tls-min-version 1.3: {}", std::string(s.message()));
+          return 1;
+        }
       }
-      ssl.pem_key_cert_pairs.push_back(std::move(pair));
-      creds = grpc::SslServerCredentials(ssl);
+      creds = tls_files->Credentials();
     } else {
       creds = grpc::InsecureServerCredentials();
     }
     builder.AddListeningPort(config.listen, creds, &tcp_port);
   }
-  if (!config.unix_socket.empty()) {
-    ::unlink(config.unix_socket.c_str());  // a stale socket from an earlier run
-    builder.AddListeningPort("unix:" + config.unix_socket, grpc::InsecureServerCredentials());
-  }
-  const mode_t unix_mode = static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8));
-  // Create the socket with no more access than requested, then set the exact mode.
-  const mode_t old_umask = ::umask(static_cast<mode_t>(~unix_mode & 0777));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ::umask(old_umask);
   if (!server || (!config.listen.empty() && tcp_port == 0)) {
-    log->critical("cannot listen on {}{}", config.listen.empty() ? "" : config.listen,
-                  config.unix_socket.empty() ? "" : " / unix:" + config.unix_socket);
+    log->critical("cannot listen on {}", config.listen);
     return 1;
   }
-  if (!config.unix_socket.empty() && ::chmod(config.unix_socket.c_str(), unix_mode) != 0) {
-    log->critical("cannot chmod {} to {}", config.unix_socket, config.unix_mode);
-    return 1;
-  }
+  if (unix_listener) unix_listener->Start(server.get());
 
   int metrics_port = 0;
   if (!config.metrics_listen.empty()) {
@@ -358,8 +407,21 @@ int DaemonMain(int argc, char** argv) {
       config.allow_insecure_tcp ? "anonymous callers may hold keys"
                                 : "anonymous callers may use given keys only");
 
+  // SIGHUP: re-read the TLS files; the old set stays when the new one is bad.
+  const auto reload_tls = [&] {
+    if (!tls_files) {
+      log->info("SIGHUP: no TLS files to reload");
+      return;
+    }
+    if (auto s = tls_files->Reload(); !s.ok()) {
+      log->error("SIGHUP: TLS files refused, the previous ones stay in use: {}",
+                 std::string(s.message()));
+    } else {
+      log->info("SIGHUP: TLS files reloaded; new connections use them within a second");
+    }
+  };
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload_tls();
   log->info("received {}: draining (grace period {} s)", strsignal(sig), config.grace_period_s);
   ctx.draining.store(true);
   metrics.SetDraining(true);
@@ -374,7 +436,9 @@ int DaemonMain(int argc, char** argv) {
   bool forced = false;
   while (ctx.inflight.load(std::memory_order_acquire) > 0 &&
          std::chrono::steady_clock::now() < grace_end) {
-    if (sigtimedwait(&signals, nullptr, &poll) > 0) {
+    if (const int got = sigtimedwait(&signals, nullptr, &poll); got == SIGHUP) {
+      reload_tls();
+    } else if (got > 0) {
       log->warn("second signal: stopping without waiting for in-flight requests");
       forced = true;
       break;
@@ -382,18 +446,22 @@ int DaemonMain(int argc, char** argv) {
   }
   const int64_t left = ctx.inflight.load();
   if (left > 0 && !forced) log->warn("grace period over: cancelling {} request(s)", left);
+  if (unix_listener) unix_listener->Stop();  // no connections are handed over from here on
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   log->debug("gRPC server shut down");
   (*engine)->Shutdown(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain);
   server->Wait();
+  key_tasks.Stop();
   aux.Stop();
   log->debug("engine and task runner stopped");
   metrics.SetEngine(nullptr);
   metrics.SetHeldKeysSource(nullptr);
+  metrics.SetKeyRefusalsSource(nullptr);
   store->reset();  // zeroizes the held keys
-  if (!config.unix_socket.empty()) ::unlink(config.unix_socket.c_str());
+  if (tls_files) tls_files->RemoveCopies();
   server.reset();
   engine->reset();
+  key_use.Flush();  // the last window's key-use summaries
   log->info("stopped");
   log->flush();
   audit->flush();

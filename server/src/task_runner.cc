@@ -4,7 +4,7 @@
 
 namespace pqcd::server {
 
-TaskRunner::TaskRunner(int threads, const char* name) {
+TaskRunner::TaskRunner(int threads, const char* name, size_t capacity) : capacity_(capacity) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this] { Loop(); });
     pthread_setname_np(threads_.back().native_handle(), name);
@@ -25,6 +25,20 @@ void TaskRunner::Post(absl::AnyInvocable<void()> task) {
     }
   }
   task();
+}
+
+bool TaskRunner::TryPost(absl::AnyInvocable<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      if (capacity_ != 0 && tasks_.size() >= capacity_) return false;
+      tasks_.push_back(std::move(task));
+      cv_.notify_one();
+      return true;
+    }
+  }
+  task();
+  return true;
 }
 
 void TaskRunner::Stop() {

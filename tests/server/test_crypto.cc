@@ -2,6 +2,7 @@
 // compared with the kernels, Batch with mixed items, Stream with 10,000 pipelined requests,
 // HashStream, and the Unix socket listener.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -519,7 +520,7 @@ TEST_F(CryptoTest, UnixSocketModeAndIdentity) {
   auto keys_unix = pqc::v1::Keys::NewStub(
       grpc::CreateChannel("unix:" + unix_path_, grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(keys_unix->GetPublicKey(Ctx().get(), gp, &info).ok());
-  EXPECT_EQ(info.owner(), "local");
+  EXPECT_EQ(info.owner(), "unix:uid:" + std::to_string(::geteuid()));
   EXPECT_EQ(info.public_key(), keys.public_key());
 }
 

@@ -23,8 +23,10 @@ class EdgesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     daemon_ = new Daemon;
-    ASSERT_TRUE(daemon_->Start({"--workers", "1", "--max-field-bytes", "4096",
-                                "--allow-insecure-tcp", "--log-level", "warn"}));
+    // Output cap and message size raised for the heavy expired Batch below (200 x 256 KiB).
+    ASSERT_TRUE(daemon_->Start({"--workers", "1", "--max-field-bytes", "4096", "--max-output-bytes",
+                                "262144", "--max-message-bytes", "67108864", "--allow-insecure-tcp",
+                                "--log-level", "warn"}));
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->log();

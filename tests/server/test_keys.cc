@@ -1,5 +1,10 @@
 // Keys service, persistence across kill -9, wrong KEK, corrupted records, TLS / mTLS identities.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "daemon_fixture.h"
@@ -23,8 +28,11 @@ std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path) {
 }
 
 void WriteKek(const std::string& path, char fill) {
-  std::ofstream out(path, std::ios::binary);
-  out << std::string(32, fill);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << std::string(32, fill);
+  }
+  ::chmod(path.c_str(), 0600);  // pqcd refuses a KEK file others may read
 }
 
 TEST(KeysTest, ManageRotateDeleteImport) {
@@ -80,7 +88,7 @@ TEST(KeysTest, ManageRotateDeleteImport) {
   KeyInfo info;
   ASSERT_TRUE(keys->GetPublicKey(Ctx().get(), gp, &info).ok());
   EXPECT_EQ(info.public_key(), v1.public_key());
-  EXPECT_EQ(info.owner(), "local");
+  EXPECT_EQ(info.owner(), "unix:uid:" + std::to_string(::geteuid()));
   EXPECT_EQ(info.labels().at("env"), "test");
   EXPECT_GT(info.created_unix_ms(), 0);
 
@@ -221,7 +229,16 @@ TEST(KeysTest, PersistenceKill9WrongKekCorruptedRecord) {
   }
   {
     // Corrupt one record: it is reported, the others load.
-    std::string victim = dir + "/keys/" + held[0].id + ".v1.key";
+    // Record files are named <owner tag>.<key id>.v<N>.key.
+    std::string victim;
+    for (const auto& entry : std::filesystem::directory_iterator(dir + "/keys")) {
+      const std::string name = entry.path().filename().string();
+      const std::string suffix = "." + held[0].id + ".v1.key";
+      if (name.size() > suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        victim = entry.path().string();
+      }
+    }
     std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
     ASSERT_TRUE(f.good()) << victim;
     f.seekp(-5, std::ios::end);
@@ -262,8 +279,8 @@ class TlsTest : public ::testing::Test {
     ASSERT_EQ(Shell("bash -c \"" + Escape(script) + "\""), 0);
     daemon_ = new Daemon;
     ASSERT_TRUE(daemon_->Start({"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key",
-                                "--tls-client-ca", d + "/ca.pem", "--admin", "ops-admin", "--unix",
-                                d + "/health.sock"}));
+                                "--tls-client-ca", d + "/ca.pem", "--admin", "tls:dns:ops-admin",
+                                "--unix", d + "/health.sock"}));
   }
   static void TearDownTestSuite() {
     if (daemon_) {
@@ -341,17 +358,255 @@ TEST_F(TlsTest, KeysAreScopedToTheClientIdentity) {
   ListKeysResponse l1, l2, la;
   ASSERT_TRUE(keys_one->List(Ctx().get(), lr, &l1).ok());
   ASSERT_TRUE(keys_two->List(Ctx().get(), lr, &l2).ok());
-  ASSERT_TRUE(keys_admin->List(Ctx().get(), lr, &la).ok());
+  ListKeysRequest all;
+  all.set_owner("*");  // an admin lists every identity's keys by asking for them
+  ASSERT_TRUE(keys_admin->List(Ctx().get(), all, &la).ok());
   ASSERT_EQ(l1.keys_size(), 1);
-  EXPECT_EQ(l1.keys(0).owner(), "client-one");
+  EXPECT_EQ(l1.keys(0).owner(), "tls:dns:client-one");
   EXPECT_EQ(l2.keys_size(), 0);
   EXPECT_EQ(la.keys_size(), 1);
   DeleteKeyRequest del;
   del.set_key_id("owned-by-one");
   DeleteKeyResponse dr;
   EXPECT_EQ(keys_two->Delete(Ctx().get(), del, &dr).error_code(), grpc::NOT_FOUND);
+  // Key ids are scoped per owner: the admin names the owner of the key it deletes.
+  EXPECT_EQ(keys_admin->Delete(Ctx().get(), del, &dr).error_code(), grpc::NOT_FOUND);
+  del.set_owner("tls:dns:client-one");
   EXPECT_TRUE(keys_admin->Delete(Ctx().get(), del, &dr).ok());
   EXPECT_EQ(one->Encaps(Ctx().get(), er, &e).error_code(), grpc::NOT_FOUND);
+}
+
+// ---- Rights (issue 12): key ids per owner, admins manage, owners use -------------------------
+
+KeyGenRequest HeldKeyGen(Algorithm alg, const std::string& key_id) {
+  KeyGenRequest kg;
+  kg.set_algorithm(alg);
+  kg.set_hold(true);
+  kg.set_key_id(key_id);
+  return kg;
+}
+
+TEST_F(TlsTest, KeyIdsAreScopedPerOwnerWithoutAnExistenceOracle) {
+  auto one = Crypto::NewStub(Channel("client-one"));
+  auto two = Crypto::NewStub(Channel("client-two"));
+  KeyGenResponse r1, r2, again;
+  ASSERT_TRUE(one->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "same-name"), &r1).ok());
+  // Another identity may use the same id: it learns nothing about client-one's keys.
+  auto s = two->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "same-name"), &r2);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_NE(r1.public_key(), r2.public_key());
+  // Within one owner an id is taken once.
+  EXPECT_EQ(one->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "same-name"), &again).error_code(),
+            grpc::ALREADY_EXISTS);
+  // Each resolves its own key.
+  auto keys_one = Keys::NewStub(Channel("client-one"));
+  auto keys_two = Keys::NewStub(Channel("client-two"));
+  GetPublicKeyRequest gp;
+  gp.set_key_id("same-name");
+  KeyInfo i1, i2;
+  ASSERT_TRUE(keys_one->GetPublicKey(Ctx().get(), gp, &i1).ok());
+  ASSERT_TRUE(keys_two->GetPublicKey(Ctx().get(), gp, &i2).ok());
+  EXPECT_EQ(i1.public_key(), r1.public_key());
+  EXPECT_EQ(i2.public_key(), r2.public_key());
+  EXPECT_EQ(i2.owner(), "tls:dns:client-two");
+  // A non-admin cannot address another owner's keys at all.
+  gp.set_owner("tls:dns:client-one");
+  EXPECT_EQ(keys_two->GetPublicKey(Ctx().get(), gp, &i2).error_code(), grpc::PERMISSION_DENIED);
+  EncapsRequest er;
+  er.mutable_key_ref()->set_key_id("same-name");
+  er.mutable_key_ref()->set_owner("tls:dns:client-one");
+  EncapsResponse e;
+  EXPECT_EQ(two->Encaps(Ctx().get(), er, &e).error_code(), grpc::PERMISSION_DENIED);
+}
+
+TEST_F(TlsTest, AdminsManageOtherOwnersKeysButDoNotUseThem) {
+  auto one = Crypto::NewStub(Channel("client-one"));
+  auto admin = Crypto::NewStub(Channel("ops-admin"));
+  auto keys_admin = Keys::NewStub(Channel("ops-admin"));
+  const std::string owner = "tls:dns:client-one";
+  KeyGenResponse r;
+  ASSERT_TRUE(one->KeyGen(Ctx().get(), HeldKeyGen(ML_DSA_44, "one-signing"), &r).ok());
+
+  GetPublicKeyRequest gp;
+  gp.set_key_id("one-signing");
+  KeyInfo info;
+  EXPECT_EQ(keys_admin->GetPublicKey(Ctx().get(), gp, &info).error_code(), grpc::NOT_FOUND);
+  gp.set_owner(owner);
+  ASSERT_TRUE(keys_admin->GetPublicKey(Ctx().get(), gp, &info).ok());
+  EXPECT_EQ(info.owner(), owner);
+
+  ListKeysRequest lr;
+  lr.set_owner(owner);
+  ListKeysResponse lresp;
+  ASSERT_TRUE(keys_admin->List(Ctx().get(), lr, &lresp).ok());
+  EXPECT_GE(lresp.keys_size(), 1);
+  for (const auto& k : lresp.keys()) EXPECT_EQ(k.owner(), owner);
+
+  RotateKeyRequest rot;
+  rot.set_key_id("one-signing");
+  rot.set_owner(owner);
+  KeyInfo rotated;
+  ASSERT_TRUE(keys_admin->Rotate(Ctx().get(), rot, &rotated).ok());
+  EXPECT_EQ(rotated.version(), 2u);
+  EXPECT_EQ(rotated.owner(), owner);
+
+  // Import on an owner's behalf.
+  ImportKeyRequest imp;
+  imp.set_algorithm(ML_KEM_768);
+  imp.set_key_id("imported-for-one");
+  imp.set_private_key(std::string(64, '\x05'));
+  imp.set_owner(owner);
+  KeyInfo imported;
+  ASSERT_TRUE(keys_admin->Import(Ctx().get(), imp, &imported).ok());
+  EXPECT_EQ(imported.owner(), owner);
+  // An owner name must be a typed identity.
+  imp.set_owner("client-one");
+  EXPECT_EQ(keys_admin->Import(Ctx().get(), imp, &imported).error_code(), grpc::INVALID_ARGUMENT);
+
+  // Using the key is not an admin right (this daemon runs without --allow-admin-key-use).
+  SignRequest sr;
+  sr.mutable_key_ref()->set_key_id("one-signing");
+  sr.mutable_key_ref()->set_owner(owner);
+  sr.set_message("m");
+  SignResponse sig;
+  auto s = admin->Sign(Ctx().get(), sr, &sig);
+  EXPECT_EQ(s.error_code(), grpc::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("--allow-admin-key-use"), std::string::npos)
+      << s.error_message();
+  // The owner signs with the rotated key.
+  sr.mutable_key_ref()->clear_owner();
+  EXPECT_TRUE(one->Sign(Ctx().get(), sr, &sig).ok());
+
+  // Audit lines name the acting identity and the owner.
+  const std::string log = daemon_->log();
+  EXPECT_NE(log.find("who=\"tls:dns:ops-admin\" action=rotate owner=\"tls:dns:client-one\""),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(TlsTest, AdminKeyUseWhenGrantedIsAuditedWithoutFlooding) {
+  const std::string d = pki_->path().string();
+  Daemon granted;
+  ASSERT_TRUE(granted.Start({"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key",
+                             "--tls-client-ca", d + "/ca.pem", "--admin", "tls:dns:ops-admin",
+                             "--allow-admin-key-use", "--unix", granted.dir() / "health.sock",
+                             "--log-level", "warn"}));
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = Read("ca.pem");
+  auto channel_of = [&](const std::string& who) {
+    grpc::SslCredentialsOptions c = o;
+    c.pem_cert_chain = Read(who + ".pem");
+    c.pem_private_key = Read(who + ".key");
+    return grpc::CreateChannel(granted.target(), grpc::SslCredentials(c));
+  };
+  auto one = Crypto::NewStub(channel_of("client-one"));
+  auto admin = Crypto::NewStub(channel_of("ops-admin"));
+  KeyGenResponse r;
+  ASSERT_TRUE(one->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_768, "one-kem"), &r).ok());
+  EncapsRequest er;
+  er.mutable_key_ref()->set_key_id("one-kem");
+  er.mutable_key_ref()->set_owner("tls:dns:client-one");
+  EncapsResponse e;
+  for (int i = 0; i < 200; ++i) {
+    auto s = admin->Encaps(Ctx().get(), er, &e);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    DecapsRequest dr;
+    dr.mutable_key_ref()->set_key_id("one-kem");
+    dr.mutable_key_ref()->set_owner("tls:dns:client-one");
+    dr.set_ciphertext(e.ciphertext());
+    DecapsResponse dresp;
+    ASSERT_TRUE(admin->Decaps(Ctx().get(), dr, &dresp).ok());
+    EXPECT_EQ(dresp.shared_secret(), e.shared_secret());
+  }
+  // The owner's own uses are not audited (no --audit-key-use).
+  DecapsRequest own;
+  own.mutable_key_ref()->set_key_id("one-kem");
+  own.set_ciphertext(e.ciphertext());
+  DecapsResponse od;
+  ASSERT_TRUE(one->Decaps(Ctx().get(), own, &od).ok());
+  ASSERT_EQ(granted.Terminate(), 0);
+  const std::string log = granted.log();
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+  // 400 uses by a non-owner: itemised once per (op) and summarised, not 400 lines.
+  EXPECT_EQ(count("who=\"tls:dns:ops-admin\" action=use op=\"Encaps\""), 1u) << log;
+  EXPECT_EQ(count("who=\"tls:dns:ops-admin\" action=use op=\"Decaps\""), 1u) << log;
+  EXPECT_GE(count("action=use_repeated"), 1u) << log;
+  EXPECT_LE(count("action=use"), 8u) << log;
+  EXPECT_EQ(count("who=\"tls:dns:client-one\" action=use"), 0u) << log;
+}
+
+TEST(KeysTest, ListPagesQuotaAndImportLabels) {
+  Daemon d;
+  std::string sock = d.dir() / "q.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--max-keys-per-owner", "5", "--log-level", "warn"}));
+  auto channel = grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials());
+  auto crypto = Crypto::NewStub(channel);
+  auto keys = Keys::NewStub(channel);
+  for (int i = 0; i < 5; ++i) {
+    KeyGenResponse r;
+    auto s = crypto->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "k" + std::to_string(i)), &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  // The sixth key is over the quota: refused, and counted.
+  KeyGenResponse r;
+  auto s = crypto->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "k5"), &r);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("--max-keys-per-owner"), std::string::npos) << s.error_message();
+  const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys_refused_total{reason=\"quota\"}"), 1) << m;
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys_refused_total{reason=\"memlock\"}"), 0) << m;
+
+  // Pages of 2: 2 + 2 + 1, every key once.
+  std::set<std::string> seen;
+  ListKeysRequest lr;
+  lr.set_page_size(2);
+  int pages = 0;
+  do {
+    ListKeysResponse page;
+    ASSERT_TRUE(keys->List(Ctx().get(), lr, &page).ok());
+    EXPECT_LE(page.keys_size(), 2);
+    for (const auto& k : page.keys()) EXPECT_TRUE(seen.insert(k.key_id()).second) << k.key_id();
+    lr.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!lr.page_token().empty() && pages < 10);
+  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(pages, 3);
+  lr.set_page_token("not-a-token");
+  ListKeysResponse bad;
+  EXPECT_EQ(keys->List(Ctx().get(), lr, &bad).error_code(), grpc::INVALID_ARGUMENT);
+  lr.Clear();
+  lr.set_page_size(5000);
+  EXPECT_EQ(keys->List(Ctx().get(), lr, &bad).error_code(), grpc::INVALID_ARGUMENT);
+  // Only admins list everyone's keys.
+  lr.Clear();
+  lr.set_owner("*");
+  EXPECT_EQ(keys->List(Ctx().get(), lr, &bad).error_code(), grpc::PERMISSION_DENIED);
+
+  // Import checks labels as KeyGen does (after a Delete frees a quota slot).
+  DeleteKeyRequest del;
+  del.set_key_id("k0");
+  DeleteKeyResponse dr;
+  ASSERT_TRUE(keys->Delete(Ctx().get(), del, &dr).ok());
+  ImportKeyRequest imp;
+  imp.set_algorithm(ML_KEM_512);
+  imp.set_private_key(std::string(64, '\x01'));
+  (*imp.mutable_labels())[""] = "empty key";
+  KeyInfo info;
+  s = keys->Import(Ctx().get(), imp, &info);
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("labels"), std::string::npos) << s.error_message();
+  imp.clear_labels();
+  for (int i = 0; i < 65; ++i) (*imp.mutable_labels())["l" + std::to_string(i)] = "v";
+  EXPECT_EQ(keys->Import(Ctx().get(), imp, &info).error_code(), grpc::INVALID_ARGUMENT);
+  imp.clear_labels();
+  (*imp.mutable_labels())["team"] = "payments";
+  s = keys->Import(Ctx().get(), imp, &info);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(d.Terminate(), 0);
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ TEST(OpsTest, ConfigFileAndEnvironment) {
   {
     std::ofstream cfg(tmp / "pqcd.json");
     cfg << R"({"unix": ")" << sock << R"(", "unix_mode": "0640", "log-level": "info",
-              "max-batch": 8, "admin": ["a1", "a2"]})";
+              "max-batch": 8, "admin": ["tls:dns:a1", "tls:uri:spiffe://example.org/a2"]})";
   }
   ::setenv("PQCD_QUEUE_CAPACITY", "128", 1);
   ::setenv("PQCD_UNIX_MODE", "0604", 1);  // environment beats the config file
@@ -81,7 +81,9 @@ TEST(OpsTest, ConfigFileAndEnvironment) {
   const std::string log = d.log();
   EXPECT_NE(log.find("\"queue_capacity\":128"), std::string::npos) << log;
   EXPECT_NE(log.find("\"max_batch\":8"), std::string::npos) << log;
-  EXPECT_NE(log.find("\"admin\":[\"a1\",\"a2\"]"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"admin\":[\"tls:dns:a1\",\"tls:uri:spiffe://example.org/a2\"]"),
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("self-test passed"), std::string::npos) << log;
   std::string metrics = HttpGet(d.metrics_port(), "/metrics");
   EXPECT_EQ(MetricValue(metrics, "pqcd_selftest_passed"), 1);

@@ -69,7 +69,10 @@ class StreamTest : public ::testing::Test {
     // queued jobs to drop; test_edges and test_errors cover bursts run on the receiving thread.
     ASSERT_TRUE(
         daemon_->Start({"--workers", "1", "--max-stream-inflight", "64", "--max-batch-items", "256",
-                        "--inline-crypto", "false", "--log-level", "warn"}));
+                        "--inline-crypto", "false", "--log-level", "warn",
+                        // Heavy items (256 KiB of SHAKE output) need the output cap and the
+                        // Stream byte budget raised above their defaults.
+                        "--max-output-bytes", "262144", "--max-stream-bytes", "134217728"}));
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->log();

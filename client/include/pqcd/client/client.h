@@ -25,6 +25,10 @@
 #include "absl/time/time.h"
 #include "pqcd/client/types.h"
 
+namespace pqc::v1 {
+class ListKeysRequest;
+}
+
 namespace pqcd::client {
 
 struct TlsOptions {
@@ -183,6 +187,7 @@ class Client {
   // ---- Keys ---------------------------------------------------------------------------------
   absl::StatusOr<KeyInfo> GetPublicKey(const std::string& key_id, uint32_t version = 0,
                                        const CallOptions& call = {});
+  // Every key the caller owns (the daemon answers in pages of up to 1000; this fetches them all).
   absl::StatusOr<std::vector<KeyInfo>> ListKeys(
       const std::map<std::string, std::string>& label_selector = {}, const CallOptions& call = {});
   // Returns the number of versions deleted (version 0: every version).
@@ -213,6 +218,8 @@ class Client {
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);
+  void ListKeysPageAsync(pqc::v1::ListKeysRequest req, std::shared_ptr<std::vector<KeyInfo>> out,
+                         Callback<std::vector<KeyInfo>> done, const CallOptions& call);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,25 @@ struct Config {
   std::string tls_cert;                    // PEM server certificate chain (enables TLS)
   std::string tls_key;                     // PEM server private key
   std::string tls_client_ca;               // PEM CA bundle: requires and verifies client certs
-  bool allow_insecure_tcp = false;  // plain-TCP/TLS-without-client-cert callers may hold keys
-  std::vector<std::string> admins;  // identities that manage every key
-  std::string data_dir;             // held keys persisted here; "": memory only
-  std::string kek_file;             // key-encryption key (32 raw bytes or 64 hex chars)
+  bool allow_insecure_tcp = false;      // plain-TCP/TLS-without-client-cert callers may hold keys
+  std::vector<std::string> admins;      // typed identities that manage every key
+  bool allow_admin_key_use = false;     // admins may also use other identities' held keys
+  bool audit_key_use = false;           // audit every held-key use, not only non-owner uses
+  std::vector<std::string> unix_users;  // --unix-user NAME=UID, as given
+  std::map<uint32_t, std::string> unix_user_names;  // parsed --unix-user: uid -> name
+  uint32_t max_unix_connections = 1024;             // Unix socket connections at once
+  std::string tls_min_version = "1.2";              // 1.2 or 1.3
+  std::string legacy_local_owner;  // owner given to keys that the old code stored as "local"
+  std::string data_dir;            // held keys persisted here; "": memory only
+  std::string kek_file;            // key-encryption key (32 raw bytes or 64 hex chars)
+
+  // Accept a KEK file with group/other permission bits (refused otherwise).
+  bool allow_shared_kek_file = false;
+  // Held keys (not versions) per identity; 0: unlimited.
+  uint32_t max_keys_per_owner = 1000;
+  // KEK rotation mode: re-seal --data-dir under the KEK in this file, print a summary and exit.
+  std::string rotate_kek_to;
+
   std::string metrics_listen = "127.0.0.1:9464";  // "" or "none": no metrics endpoint
   int workers = 0;                                // engine workers; 0: one per physical core
   uint32_t queue_capacity = 4096;                 // per-NUMA-node queue bound
@@ -34,8 +50,19 @@ struct Config {
   uint32_t max_field_bytes = 8u << 20;     // max bytes of one data/message field
   uint32_t max_batch_items = 1024;         // max operations in one Batch request
   uint32_t max_stream_inflight =
-      1024;               // per Stream call: operations in flight before pausing reads
-  std::string port_file;  // the selected TCP port is written here
+      1024;  // per Stream call: operations in flight before pausing reads
+  // Resource bounds against hostile callers (SECURITY.md).
+  uint32_t max_output_bytes =
+      64u << 10;  // SHAKE output_length cap (Hash, Batch, Stream, HashStream)
+  uint32_t max_stream_bytes = 16u << 20;  // per Stream: unanswered input + expected answer bytes
+  uint64_t hash_stream_max_bytes = 4ull << 30;  // per HashStream: total data bytes
+  double hash_stream_idle_s = 30.0;             // per HashStream: longest gap between messages
+  double hash_stream_max_s = 3600.0;            // per HashStream: longest duration
+  uint32_t max_hash_streams = 64;               // concurrent HashStreams
+  uint32_t key_queue = 64;                      // queued key-management requests
+  uint32_t grpc_memory_mb = 256;                // gRPC ResourceQuota (buffers of every call)
+  uint32_t max_concurrent_streams = 128;        // per connection (HTTP/2 streams)
+  std::string port_file;                        // the selected TCP port is written here
   // Freed heap memory glibc keeps mapped instead of returning it to the kernel (M_TRIM_THRESHOLD;
   // also the M_MMAP_THRESHOLD cap): without it every large message buffer costs fresh page faults.
   uint32_t malloc_retain_mb = 64;

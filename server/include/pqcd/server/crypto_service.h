@@ -3,14 +3,19 @@
 // (HashStream's incremental updates run on the auxiliary task runner).
 #pragma once
 
+#include <memory>
+
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqcd/server/service_context.h"
 
 namespace pqcd::server {
 
+class HashStreamWatch;
+
 class CryptoService final : public pqc::v1::Crypto::CallbackService {
  public:
-  explicit CryptoService(ServiceContext* ctx) : ctx_(ctx) {}
+  explicit CryptoService(ServiceContext* ctx);
+  ~CryptoService() override;
 
   grpc::ServerUnaryReactor* KeyGen(grpc::CallbackServerContext* context,
                                    const pqc::v1::KeyGenRequest* request,
@@ -44,6 +49,8 @@ class CryptoService final : public pqc::v1::Crypto::CallbackService {
                                   const Req* request, Resp* response, Prepare prepare,
                                   bool secrets);
   ServiceContext* ctx_;
+  // Ends HashStreams that idle or last too long (--hash-stream-idle, --hash-stream-max-duration).
+  std::unique_ptr<HashStreamWatch> hash_watch_;
 };
 
 }  // namespace pqcd::server

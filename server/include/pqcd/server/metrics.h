@@ -31,6 +31,12 @@ class Metrics {
   void SetEngine(const engine::Engine* engine);
   // Held keys are counted at scrape time.
   void SetHeldKeysSource(std::function<size_t()> source);
+  // New held keys refused, by reason, read at scrape time.
+  struct KeyRefusals {
+    uint64_t memlock = 0;
+    uint64_t quota = 0;
+  };
+  void SetKeyRefusalsSource(std::function<KeyRefusals()> source);
 
   // Starts the HTTP endpoint (path /metrics). Returns the bound port.
   int Serve(const std::string& listen_address);

@@ -22,6 +22,7 @@ class Engine;
 namespace pqcd::server {
 
 class KeyStore;
+class KeyUseAuditor;
 
 struct ServiceContext {
   const Config* config = nullptr;
@@ -29,6 +30,8 @@ struct ServiceContext {
   KeyStore* keys = nullptr;
   Metrics* metrics = nullptr;
   TaskRunner* aux = nullptr;
+  TaskRunner* key_tasks = nullptr;   // key management: bounded (--key-queue), TryPost
+  KeyUseAuditor* key_use = nullptr;  // audit.h: held-key uses by non-owners (or all)
   IdentityPolicy identity_policy;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<spdlog::logger> audit;
@@ -36,8 +39,10 @@ struct ServiceContext {
   std::atomic<int64_t> inflight{0};
 
   // One audit line per key-management action; never key bytes.
-  void Audit(const std::string& who, const std::string& action, const std::string& key_id,
-             uint32_t version, const std::string& algorithm, const absl::Status& result) const;
+  // owner: the identity whose key it is ("" : who's own).
+  void Audit(const std::string& who, const std::string& action, const std::string& owner,
+             const std::string& key_id, uint32_t version, const std::string& algorithm,
+             const absl::Status& result) const;
 };
 
 inline grpc::Status ToGrpc(const absl::Status& s) {

@@ -14,12 +14,15 @@ namespace pqcd::server {
 
 class TaskRunner {
  public:
-  explicit TaskRunner(int threads, const char* name = "pqcd-aux");
+  // capacity: tasks TryPost lets wait (0: unbounded).
+  explicit TaskRunner(int threads, const char* name = "pqcd-aux", size_t capacity = 0);
   ~TaskRunner();  // Stop()
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
 
   void Post(absl::AnyInvocable<void()> task);
+  // Like Post, but refuses (returns false, task not run) when `capacity` tasks already wait.
+  [[nodiscard]] bool TryPost(absl::AnyInvocable<void()> task);
   // Runs what is queued, then joins the threads. Later Posts run inline on the caller.
   void Stop();
 
@@ -29,6 +32,7 @@ class TaskRunner {
   std::condition_variable cv_;
   std::deque<absl::AnyInvocable<void()>> tasks_;
   bool stopping_ = false;
+  const size_t capacity_;
   std::vector<std::thread> threads_;
 };
 
