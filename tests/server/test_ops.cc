@@ -1,6 +1,7 @@
 // Operations: metrics after a known workload (and promtool), drain on SIGTERM, flags / environment
 // / config file, --help and --version, self-test reporting.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -58,6 +59,27 @@ TEST(OpsTest, HelpAndVersion) {
   Daemon nokek;
   EXPECT_EQ(nokek.RunToExit({"--data-dir", "/tmp/nowhere"}), 2);
   EXPECT_NE(nokek.log().find("--kek-file"), std::string::npos) << nokek.log();
+}
+
+// The port file is written through a fresh O_EXCL temporary and renamed: a symlink planted at its
+// path is replaced, never followed into the file it points at.
+TEST(OpsTest, PortFileDoesNotFollowAPlantedSymlink) {
+  Daemon d;
+  const std::string victim = d.dir() / "victim";
+  {
+    std::ofstream v(victim);
+    v << "keep me\n";
+  }
+  // The fixture's first run writes its port file to <dir>/port0.
+  ASSERT_EQ(::symlink(victim.c_str(), (d.dir() / "port0").c_str()), 0);
+  ASSERT_TRUE(d.Start({"--log-level", "warn"})) << d.log();
+  std::ifstream v(victim);
+  std::string content((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "keep me\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat((d.dir() / "port0").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(d.Terminate(), 0);
 }
 
 TEST(OpsTest, ConfigFileAndEnvironment) {
