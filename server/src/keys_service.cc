@@ -178,15 +178,21 @@ grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* conte
                                               const pqc::v1::DeleteKeyRequest* request,
                                               pqc::v1::DeleteKeyResponse* response) {
   return Run(ctx_, context, "Keys.Delete", true,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
+             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
                if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+               std::string algorithm;
                auto n = [&]() -> absl::StatusOr<uint32_t> {
                  auto owner = ManagedOwner(caller, request->owner());
                  if (!owner.ok()) return owner.status();
+                 // The key's algorithm labels the request metric and the audit line.
+                 if (auto rec = ctx->keys->Get(*owner, request->key_id(), 0); rec.ok()) {
+                   algorithm = AlgorithmLabel(rec->algorithm);
+                   scope->set_algorithm(algorithm);
+                 }
                  return ctx->keys->Delete(*owner, request->key_id(), request->version());
                }();
                ctx->Audit(caller.identity, "delete", request->owner(), request->key_id(),
-                          request->version(), "", n.status());
+                          request->version(), algorithm, n.status());
                if (!n.ok()) return n.status();
                response->set_deleted_versions(*n);
                return absl::OkStatus();

@@ -591,6 +591,11 @@ TEST(KeysTest, ListPagesQuotaAndImportLabels) {
   del.set_key_id("k0");
   DeleteKeyResponse dr;
   ASSERT_TRUE(keys->Delete(Ctx().get(), del, &dr).ok());
+  // Delete is labelled with the deleted key's algorithm (it was "none").
+  EXPECT_EQ(
+      MetricValue(HttpGet(d.metrics_port(), "/metrics"),
+                  "pqcd_requests_total{algorithm=\"ML-KEM-512\",code=\"OK\",rpc=\"Keys.Delete\"}"),
+      1);
   ImportKeyRequest imp;
   imp.set_algorithm(ML_KEM_512);
   imp.set_private_key(std::string(64, '\x01'));
