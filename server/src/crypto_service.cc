@@ -346,6 +346,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
         digest->resize(out_len_);
         absl::Status s = hasher_->Finish(
             kernels::MutBytes(reinterpret_cast<uint8_t*>(digest->data()), digest->size()));
+        if (s.ok() && ctx_->metrics != nullptr) ctx_->metrics->CountStreamedHash(algorithm_name_);
         FinishWith(ToGrpc(s));
       });
       return;
@@ -377,6 +378,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       }
       scope_.set_algorithm(std::string(info->name));
       algorithm_ = request_.algorithm();
+      algorithm_name_ = info->name;
       out_len_ = kernels::HashDigestBytes(info->hash);
       if (kernels::HashIsXof(info->hash)) {
         if (request_.output_length() > ctx_->config->max_output_bytes) {
@@ -503,6 +505,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
   pqc::v1::HashStreamRequest request_;
   std::string chunk_;
   int algorithm_ = 0;
+  std::string algorithm_name_;
   size_t out_len_ = 0;
   uint64_t total_bytes_ = 0;
   std::optional<kernels::Hasher> hasher_;

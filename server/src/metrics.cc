@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,6 +128,10 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     held_keys_ = std::move(f);
   }
+  void CountStreamedHash(const std::string& algorithm) {
+    absl::MutexLock lock(&mu_);
+    ++streamed_hashes_[algorithm];
+  }
   void SetKeyRefusals(std::function<KeyRefusals()> f) {
     absl::MutexLock lock(&mu_);
     key_refusals_ = std::move(f);
@@ -194,21 +199,29 @@ class Metrics::EngineCollector : public prometheus::Collectable {
 
     const engine::EngineStats s = engine_->GetStats();
     MetricFamily ops{"pqcd_operations_total",
-                     "Crypto operations executed by the engine",
+                     "Crypto operations executed: engine jobs, and HashStream digests",
                      MetricType::Counter,
                      {}};
     MetricFamily wait{
         "pqcd_queue_wait_seconds", "Time a job waited in its queue", MetricType::Histogram, {}};
     MetricFamily compute{
         "pqcd_compute_seconds", "Time a job spent in the kernels", MetricType::Histogram, {}};
+    // HashStream digests are computed outside the engine; they count as hash operations too.
+    std::map<std::string, uint64_t> streamed = streamed_hashes_;
     // Merge engine ops that map to the same (operation, algorithm) labels.
     for (const auto& op : s.ops) {
       if (op.op == engine::Operation::kNull) continue;
-      std::vector<ClientMetric::Label> labels = {
-          {"algorithm", std::string(engine::AlgorithmName(op.op, op.algorithm))},
-          {"operation", OperationLabel(op.op)}};
+      const std::string algorithm(engine::AlgorithmName(op.op, op.algorithm));
+      std::vector<ClientMetric::Label> labels = {{"algorithm", algorithm},
+                                                 {"operation", OperationLabel(op.op)}};
       ClientMetric c = Labeled(labels);
       c.counter.value = static_cast<double>(op.jobs);
+      if (op.op == engine::Operation::kHash) {
+        if (auto it = streamed.find(algorithm); it != streamed.end()) {
+          c.counter.value += static_cast<double>(it->second);
+          streamed.erase(it);
+        }
+      }
       ops.metric.push_back(c);
       ClientMetric w = Labeled(labels);
       w.histogram = EngineLatencyHistogram(op.queue_wait_hist, op.jobs, op.queue_wait_ns_sum);
@@ -216,6 +229,11 @@ class Metrics::EngineCollector : public prometheus::Collectable {
       ClientMetric m = Labeled(labels);
       m.histogram = EngineLatencyHistogram(op.compute_hist, op.jobs, op.compute_ns_sum);
       compute.metric.push_back(m);
+    }
+    for (const auto& [algorithm, n] : streamed) {
+      ClientMetric c = Labeled({{"algorithm", algorithm}, {"operation", "hash"}});
+      c.counter.value = static_cast<double>(n);
+      ops.metric.push_back(c);
     }
     out.push_back(std::move(ops));
     out.push_back(std::move(wait));
@@ -309,6 +327,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   const engine::Engine* engine_ = nullptr;
   std::function<size_t()> held_keys_;
   std::function<KeyRefusals()> key_refusals_;
+  std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
 };
 
 Metrics::Metrics(std::string version, std::string isa)
@@ -352,6 +371,9 @@ void Metrics::SetEngine(const engine::Engine* engine) {
 }
 void Metrics::SetHeldKeysSource(std::function<size_t()> source) {
   engine_collector_->SetHeldKeys(std::move(source));
+}
+void Metrics::CountStreamedHash(const std::string& algorithm) {
+  engine_collector_->CountStreamedHash(algorithm);
 }
 void Metrics::SetKeyRefusalsSource(std::function<KeyRefusals()> source) {
   engine_collector_->SetKeyRefusals(std::move(source));

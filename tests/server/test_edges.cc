@@ -78,6 +78,14 @@ TEST_F(EdgesTest, HashStreamOutputLengthIsFixedByTheFirstMessage) {
   EXPECT_EQ(resp.digest().size(), 100u);
 }
 
+TEST_F(EdgesTest, HashStreamDigestCountsAsAHashOperation) {
+  const char* name = "pqcd_operations_total{algorithm=\"SHA3-384\",operation=\"hash\"}";
+  const double before = std::max(0.0, MetricValue(SettledMetrics(), name));
+  HashResponse resp;
+  ASSERT_TRUE(HashStreamOf(*stub_, {Msg(SHA3_384, "a"), Msg({}, "b")}, &resp).ok());
+  EXPECT_EQ(MetricValue(SettledMetrics(), name) - before, 1);
+}
+
 TEST_F(EdgesTest, HashStreamMessageCappedAtMaxFieldBytes) {
   HashResponse resp;
   auto s = HashStreamOf(

@@ -37,6 +37,8 @@ class Metrics {
     uint64_t quota = 0;
   };
   void SetKeyRefusalsSource(std::function<KeyRefusals()> source);
+  // A HashStream digest (computed outside the engine) counts in pqcd_operations_total.
+  void CountStreamedHash(const std::string& algorithm);
 
   // Starts the HTTP endpoint (path /metrics). Returns the bound port.
   int Serve(const std::string& listen_address);
