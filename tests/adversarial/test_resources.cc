@@ -358,7 +358,7 @@ TEST_F(HashStreamLimits, DurationIsCapped) {
   auto ctx = Ctx();
   auto writer = stub->HashStream(ctx.get(), &resp);
   // Keeps sending (never idle) for longer than --hash-stream-max-duration (6 s).
-  for (int i = 0; i < 120; ++i) {  // 120 x 50 ms: twice the limit
+  for (int i = 0; i < 240; ++i) {  // 240 x 50 ms or more: twice the limit
     if (!writer->Write(Chunk(16))) break;
     std::this_thread::sleep_for(milliseconds(50));
   }
