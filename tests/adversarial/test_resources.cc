@@ -165,8 +165,13 @@ TEST(Amplification, BatchOfHugeShakeOutputsIsRefusedBeforeAnyWork) {
   for (auto& t : attackers) t.join();
   EXPECT_EQ(exhausted.load(), 4);
   ExpectServedAndBounded(good);
-  // No job ran for the refused Batches.
+  // No job ran for the refused Batches, and they are recorded with the code the client got.
   const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(
+      MetricValue(
+          m, "pqcd_requests_total{algorithm=\"mixed\",code=\"RESOURCE_EXHAUSTED\",rpc=\"Batch\"}"),
+      4)
+      << m;
   EXPECT_EQ(MetricValue(m, "pqcd_operations_total{algorithm=\"SHAKE256\",status=\"OK\"}"), -1)
       << "refused Batch items were computed";
   EXPECT_EQ(d.Terminate(), 0) << d.log();
