@@ -221,6 +221,8 @@ absl::StatusOr<std::string> ManagedOwner(const Caller& caller, const std::string
         "owner: only --admin identities manage other identities' keys (leave owner empty for your "
         "own)");
   }
+  // Keys held by anonymous callers (--allow-insecure-tcp) are managed by naming "anonymous".
+  if (requested == "anonymous") return requested;
   if (absl::Status s = ValidateTypedIdentity(requested); !s.ok()) {
     return InvalidArgumentError(StrCat("owner: ", s.message()));
   }

@@ -539,6 +539,33 @@ TEST_F(TlsTest, AdminKeyUseWhenGrantedIsAuditedWithoutFlooding) {
   EXPECT_EQ(count("who=\"tls:dns:client-one\" action=use"), 0u) << log;
 }
 
+// An admin (here: this test's uid on the Unix socket) manages keys that anonymous plain-TCP
+// callers hold under --allow-insecure-tcp by naming the owner "anonymous".
+TEST(KeysTest, AdminManagesAnonymousKeys) {
+  Daemon d;
+  std::string sock = d.dir() / "a.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--allow-insecure-tcp", "--admin",
+                       "unix:uid:" + std::to_string(::geteuid()), "--log-level", "warn"}));
+  KeyGenResponse r;
+  ASSERT_TRUE(d.Crypto()->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "anon-key"), &r).ok());
+  auto admin =
+      Keys::NewStub(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+  GetPublicKeyRequest gp;
+  gp.set_key_id("anon-key");
+  gp.set_owner("anonymous");
+  KeyInfo info;
+  auto s = admin->GetPublicKey(Ctx().get(), gp, &info);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(info.owner(), "anonymous");
+  EXPECT_EQ(info.public_key(), r.public_key());
+  DeleteKeyRequest del;
+  del.set_key_id("anon-key");
+  del.set_owner("anonymous");
+  DeleteKeyResponse dr;
+  EXPECT_TRUE(admin->Delete(Ctx().get(), del, &dr).ok());
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
 TEST(KeysTest, ListPagesQuotaAndImportLabels) {
   Daemon d;
   std::string sock = d.dir() / "q.sock";
