@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "key_store_test_support.h"
 #include "keystore/key_store.h"
 #include "keystore/record_codec.h"
 #include "keystore/secret_bytes_testing.h"
@@ -30,36 +31,16 @@ namespace pqcd::server {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RandomBytes;
+using testing::Secret;
+using testing::ToVec;
+using testing::WriteFile;
 
 constexpr int kAlgMlKem768 = 2;  // any int: the store does not interpret it
-
-std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-SecretBytes Secret(const std::vector<uint8_t>& v) {
-  return SecretBytes(v.data(), v.size());
-}
-
-std::vector<uint8_t> ToVec(const SecretBytes& s) {
-  return {s.data(), s.data() + s.size()};
-}
 
 std::vector<uint8_t> ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void WriteFile(const fs::path& p, const std::string& data,
-               fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << data;
-  }
-  fs::permissions(p, perms);
 }
 
 std::vector<KeyRecord> ListOf(const KeyStore& ks, const std::string& owner,
@@ -72,35 +53,13 @@ std::vector<KeyRecord> ListOf(const KeyStore& ks, const std::string& owner,
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed at the end of the test.
-class KeyStoreTest : public ::testing::Test {
+class KeyStoreTest : public testing::KeyStoreDirTest {
  protected:
-  void SetUp() override {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pqcd-keystore-XXXXXX";
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-    kek_path_ = root_ / "kek.hex";
-    WriteFile(kek_path_, std::string(64, 'a') + "\n");  // 0xaa...aa
-    options_.data_dir = (root_ / "data").string();
-    options_.kek_file = kek_path_.string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
-  std::unique_ptr<KeyStore> OpenStore(LoadReport* report = nullptr) {
-    auto s = KeyStore::Open(options_, report);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? std::move(*s) : nullptr;
-  }
+  KeyStoreTest() : KeyStoreDirTest('a') {}
 
   fs::path KeyFile(const std::string& id, uint32_t v, const std::string& owner = "o") {
     return root_ / "data" / "keys" / internal::MakeKeyFileName(owner, id, v);
   }
-
-  fs::path root_, kek_path_;
-  KeyStoreOptions options_;
 };
 
 // ---- SecretBytes -------------------------------------------------------------------------------

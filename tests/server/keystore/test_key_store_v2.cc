@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "key_store_test_support.h"
 #include "keystore/key_store.h"
 #include "keystore/record_codec.h"
 #include "keystore/secret_bytes_testing.h"
@@ -32,21 +33,10 @@ namespace pqcd::server {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-SecretBytes Secret(const std::vector<uint8_t>& v) {
-  return SecretBytes(v.data(), v.size());
-}
-
-std::vector<uint8_t> ToVec(const SecretBytes& s) {
-  return {s.data(), s.data() + s.size()};
-}
+using testing::RandomBytes;
+using testing::Secret;
+using testing::ToVec;
+using testing::WriteFile;
 
 std::string Sha256Hex(const std::vector<uint8_t>& v) {
   uint8_t d[SHA256_DIGEST_LENGTH];
@@ -58,15 +48,6 @@ std::string Sha256Hex(const std::vector<uint8_t>& v) {
     out += digits[b & 15];
   }
   return out;
-}
-
-void WriteFile(const fs::path& p, const std::string& data,
-               fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << data;
-  }
-  fs::permissions(p, perms);
 }
 
 std::set<std::string> FileNames(const fs::path& dir) {
@@ -81,28 +62,9 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
-class KeyStoreV2Test : public ::testing::Test {
+class KeyStoreV2Test : public testing::KeyStoreDirTest {
  protected:
-  void SetUp() override {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pqcd-keystore2-XXXXXX";
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-    kek_path_ = root_ / "kek.hex";
-    WriteFile(kek_path_, std::string(64, 'c') + "\n");
-    options_.data_dir = (root_ / "data").string();
-    options_.kek_file = kek_path_.string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
-  std::unique_ptr<KeyStore> OpenStore(LoadReport* report = nullptr) {
-    auto s = KeyStore::Open(options_, report);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? std::move(*s) : nullptr;
-  }
+  KeyStoreV2Test() : KeyStoreDirTest('c') {}
   fs::path KeysDir() const { return root_ / "data" / "keys"; }
   fs::path KeyFile(const std::string& owner, const std::string& id, uint32_t v) const {
     return KeysDir() / internal::MakeKeyFileName(owner, id, v);
@@ -120,9 +82,6 @@ class KeyStoreV2Test : public ::testing::Test {
       return owner == "local" ? std::string("unix:uid:1000") : owner;
     };
   }
-
-  fs::path root_, kek_path_;
-  KeyStoreOptions options_;
 };
 
 // ---- paging, quota, memlock --------------------------------------------------------------------
