@@ -276,12 +276,12 @@ RecordSealer::RecordSealer(const SecretBytes& kek) : aead_key_(32), blob_key_(32
   std::memcpy(kek_check_.data(), check.data(), kek_check_.size());
 }
 
-absl::StatusOr<std::vector<uint8_t>> RecordSealer::Seal(const RecordMeta& meta,
-                                                        const SecretBytes& private_key) const {
-  if (meta.uid.size() != kUidBytes) return absl::InternalError("record uid is not set");
-  std::vector<uint8_t> out;
-  out.insert(out.end(), kMagic, kMagic + 4);
-  PutU16(out, kFormatVersion);
+// magic | u16 format | u16 flags (0) | kek_check | fresh random nonce: the start of every sealed
+// record and blob (all of it is authenticated as AAD).
+absl::Status RecordSealer::AppendHeader(const uint8_t magic[4], uint16_t format,
+                                        std::vector<uint8_t>& out) const {
+  out.insert(out.end(), magic, magic + 4);
+  PutU16(out, format);
   PutU16(out, 0);
   out.insert(out.end(), kek_check_.begin(), kek_check_.end());
   uint8_t nonce[kNonceBytes];
@@ -289,6 +289,16 @@ absl::StatusOr<std::vector<uint8_t>> RecordSealer::Seal(const RecordMeta& meta,
     return absl::InternalError("random nonce generation failed");
   }
   out.insert(out.end(), nonce, nonce + kNonceBytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint8_t>> RecordSealer::Seal(const RecordMeta& meta,
+                                                        const SecretBytes& private_key) const {
+  if (meta.uid.size() != kUidBytes) return absl::InternalError("record uid is not set");
+  std::vector<uint8_t> out;
+  if (absl::Status s = AppendHeader(kMagic, kFormatVersion, out); !s.ok()) return s;
+  uint8_t nonce[kNonceBytes];  // the header ends with it
+  std::memcpy(nonce, out.data() + out.size() - kNonceBytes, kNonceBytes);
   const size_t meta_len_pos = out.size();
   PutU32(out, 0);
   EncodeMeta(meta, out);
@@ -485,15 +495,12 @@ bool DecodeManifestPayload(const uint8_t* data, size_t size, Manifest* m) {
 absl::StatusOr<std::vector<uint8_t>> RecordSealer::SealBlob(
     const char magic[4], const std::vector<uint8_t>& plain) const {
   std::vector<uint8_t> out;
-  out.insert(out.end(), magic, magic + 4);
-  PutU16(out, kBlobFormat);
-  PutU16(out, 0);
-  out.insert(out.end(), kek_check_.begin(), kek_check_.end());
-  uint8_t nonce[kNonceBytes];
-  if (RAND_bytes(nonce, sizeof nonce) != 1) {
-    return absl::InternalError("random nonce generation failed");
+  if (absl::Status s = AppendHeader(reinterpret_cast<const uint8_t*>(magic), kBlobFormat, out);
+      !s.ok()) {
+    return s;
   }
-  out.insert(out.end(), nonce, nonce + kNonceBytes);
+  uint8_t nonce[kNonceBytes];  // the header ends with it
+  std::memcpy(nonce, out.data() + out.size() - kNonceBytes, kNonceBytes);
   if (plain.size() > kMaxManifestBytes) return absl::InternalError("sealed blob too large");
   PutU32(out, static_cast<uint32_t>(plain.size()));
   const size_t aad_len = out.size();

@@ -136,6 +136,8 @@ class RecordSealer {
   const std::array<uint8_t, 8>& kek_check() const { return kek_check_; }
 
  private:
+  absl::Status AppendHeader(const uint8_t magic[4], uint16_t format,
+                            std::vector<uint8_t>& out) const;
   SecretBytes aead_key_;
   SecretBytes blob_key_;
   std::array<uint8_t, 8> kek_check_{};
