@@ -11,6 +11,14 @@
 #include "nlohmann/json.hpp"
 #include "pqcd/kernels/isa.h"
 
+// Expects an INVALID_ARGUMENT absl::Status whose message names `what` (a key check's refusal).
+#define EXPECT_REFUSED(status, what)                                          \
+  do {                                                                        \
+    const absl::Status s_ = (status);                                         \
+    EXPECT_EQ(s_.code(), absl::StatusCode::kInvalidArgument) << s_;           \
+    EXPECT_NE(std::string(s_.message()).find(what), std::string::npos) << s_; \
+  } while (0)
+
 namespace pqcd::testing {
 
 // The vectors folder: $PQCD_VECTORS_DIR if set, else tests/vectors in this repository.

@@ -45,14 +45,6 @@ absl::Status Check(const ByteVec& sk, const ByteVec& pk = {}) {
   return Dsa::CheckExpandedPrivateKey(sk, pk);
 }
 
-// Expects a refusal whose message names `what`.
-#define EXPECT_REFUSED(status, what)                                          \
-  do {                                                                        \
-    const absl::Status s_ = (status);                                         \
-    EXPECT_EQ(s_.code(), absl::StatusCode::kInvalidArgument) << s_;           \
-    EXPECT_NE(std::string(s_.message()).find(what), std::string::npos) << s_; \
-  } while (0)
-
 template <class Dsa>
 class MlDsaKeyCheckTest : public ::testing::Test {};
 using ParameterSets = ::testing::Types<MlDsa44, MlDsa65, MlDsa87>;
