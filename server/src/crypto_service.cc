@@ -277,6 +277,7 @@ class HashStreamWatch {
   void Add(HashStreamReactor* r) {
     std::lock_guard<std::mutex> lock(mu_);
     open_.push_back(r);
+    if (open_.size() == 1) cv_.notify_all();  // the watch sleeps while nothing is open
   }
   void Remove(HashStreamReactor* r) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -523,7 +524,9 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
 void HashStreamWatch::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    // No wake-ups while no HashStream is open; ten per second while some are.
+    cv_.wait(lock, [this] { return stop_ || !open_.empty(); });
+    cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; });
     const auto now = SteadyClock::now();
     for (HashStreamReactor* r : open_) r->Check(now);
   }
