@@ -9,7 +9,7 @@
 #include <new>
 #include <utility>
 
-#include "keystore/key_store.h"
+#include "keystore/secret_bytes.h"
 #include "keystore/secret_bytes_testing.h"
 #include "openssl/crypto.h"
 #include "spdlog/spdlog.h"

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "keystore/key_store.h"
 #include "keystore/record_codec.h"
+#include "keystore/secret_bytes.h"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/spdlog.h"
 

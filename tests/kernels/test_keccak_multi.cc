@@ -1,4 +1,6 @@
-// Multi-lane Keccak (x4 AVX2, x8 AVX-512, portable) against the single-state portable permutation.
+// Multi-lane Keccak (x4 AVX2, x8 AVX-512, portable) against the single-state portable permutation:
+// through the dispatching entry points, and every hook of every supported backend's table
+// (keccak/backend.h) directly.
 #include <gtest/gtest.h>
 
 #include "common/test_support.h"
@@ -7,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/random.h"
@@ -54,43 +57,45 @@ TEST(KeccakMulti, PermutationEqualsPortableOnEdgeAndRandomStates) {
   }
 }
 
+// The x8 and x4 hooks of every supported backend's table, called directly.
 TEST(KeccakMulti, DirectBackendEntryPoints) {
   alignas(64) uint64_t st[25 * 8], ref[25 * 8];
   SeededRandom rng(uint64_t{9});
   rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(st), sizeof(st))).IgnoreError();
   std::memcpy(ref, st, sizeof(st));
   KeccakF1600xNPortable(ref, 8);
-  if (IsaSupported(Isa::kAvx512)) {
-    uint64_t a[25 * 8];
+  for (Isa isa : SupportedIsas()) {
+    const keccak::Backend& be = keccak::BackendFor(isa);
+    alignas(64) uint64_t a[25 * 8];
     std::memcpy(a, st, sizeof(st));
-    KeccakF1600x8Avx512(a);
-    EXPECT_EQ(0, std::memcmp(a, ref, sizeof(a)));
+    be.f1600x8(a);
+    EXPECT_EQ(0, std::memcmp(a, ref, sizeof(a))) << IsaName(isa) << " f1600x8";
     std::memcpy(a, st, sizeof(st));
-    KeccakF1600x4Avx512(a, 8);
-    KeccakF1600x4Avx512(a + 4, 8);
-    EXPECT_EQ(0, std::memcmp(a, ref, sizeof(a)));
-  }
-  if (IsaSupported(Isa::kAvx2)) {
-    uint64_t a[25 * 8];
-    std::memcpy(a, st, sizeof(st));
-    KeccakF1600x4Avx2(a, 8);
-    KeccakF1600x4Avx2(a + 4, 8);
-    EXPECT_EQ(0, std::memcmp(a, ref, sizeof(a)));
+    be.f1600x4(a, 8, keccak::kAllLanes);
+    be.f1600x4(a + 4, 8, keccak::kAllLanes);
+    EXPECT_EQ(0, std::memcmp(a, ref, sizeof(a))) << IsaName(isa) << " f1600x4";
   }
 }
 
-TEST(KeccakSingle, BmiBuildEqualsPortable) {
-  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2/BMI on this CPU";
-  SeededRandom rng(uint64_t{11});
-  uint64_t a[25], b[25];
-  for (int iter = 0; iter < 10000; ++iter) {
-    rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(a), sizeof(a))).IgnoreError();
-    if (iter == 0) std::memset(a, 0, sizeof(a));
-    if (iter == 1) std::memset(a, 0xff, sizeof(a));
-    std::memcpy(b, a, sizeof(a));
-    KeccakF1600Portable(a);
-    KeccakF1600Bmi(b);
-    for (int i = 0; i < 25; ++i) ASSERT_EQ(a[i], b[i]) << "iteration " << iter << " lane " << i;
+// The single-state hook of every supported backend (on AVX2: the BMI build) against the portable
+// permutation.
+TEST(KeccakSingle, BackendSingleStateEqualsPortable) {
+  for (Isa isa : SupportedIsas()) {
+    const keccak::Backend& be = keccak::BackendFor(isa);
+    if (be.f1600 == &KeccakF1600Portable) continue;
+    SeededRandom rng(uint64_t{11});
+    uint64_t a[25], b[25];
+    for (int iter = 0; iter < 10000; ++iter) {
+      rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(a), sizeof(a))).IgnoreError();
+      if (iter == 0) std::memset(a, 0, sizeof(a));
+      if (iter == 1) std::memset(a, 0xff, sizeof(a));
+      std::memcpy(b, a, sizeof(a));
+      KeccakF1600Portable(a);
+      be.f1600(b);
+      for (int i = 0; i < 25; ++i) {
+        ASSERT_EQ(a[i], b[i]) << IsaName(isa) << " iteration " << iter << " lane " << i;
+      }
+    }
   }
 }
 
@@ -159,14 +164,20 @@ TEST(KeccakRider, FusedPermutationEqualsSeparate) {
     std::memcpy(one_ref, one, sizeof(one));
     KeccakF1600xNPortable(ref, n);
     KeccakF1600Portable(one_ref);
-    if (IsaSupported(Isa::kAvx2) && n == 4) {
-      alignas(64) uint64_t a[25 * 4];
-      uint64_t b[25];
-      std::memcpy(a, st, sizeof(a));
-      std::memcpy(b, one, sizeof(b));
-      KeccakF1600x4x1Avx2(a, 4, b);
-      ASSERT_EQ(0, std::memcmp(a, ref, sizeof(a))) << "x4 part, iteration " << iter;
-      ASSERT_EQ(0, std::memcmp(b, one_ref, sizeof(b))) << "x1 part, iteration " << iter;
+    if (n == 4) {
+      for (Isa isa : SupportedIsas()) {  // the f1600x4x1 hook of every table, directly
+        const keccak::Backend& be = keccak::BackendFor(isa);
+        if (isa != Isa::kPortable && be.f1600x4x1 == keccak::kPortable.f1600x4x1) continue;
+        alignas(64) uint64_t a[25 * 4];
+        uint64_t b[25];
+        std::memcpy(a, st, sizeof(a));
+        std::memcpy(b, one, sizeof(b));
+        be.f1600x4x1(a, 4, keccak::kAllLanes, b);
+        ASSERT_EQ(0, std::memcmp(a, ref, sizeof(a)))
+            << IsaName(isa) << " x4 part, iteration " << iter;
+        ASSERT_EQ(0, std::memcmp(b, one_ref, sizeof(b)))
+            << IsaName(isa) << " x1 part, iteration " << iter;
+      }
     }
     if (iter % 50 != 0) continue;  // the dispatcher on every backend: a sample suffices
     for (Isa isa : SupportedIsas()) {
@@ -239,9 +250,18 @@ TEST(KeccakRider, AbsorbRiderEqualsOneShot) {
   }
 }
 
-// The AVX2 squeeze transpose equals word-by-word extraction for every stride and length used.
+void CheckExtractLanes4(const keccak::Backend& be);
+
+// Every supported backend's squeeze transpose (extract_lanes4; AVX2: 4x4 transposes) equals
+// word-by-word extraction for every stride and length used, and writes nothing past `words`.
 TEST(KeccakMulti, ExtractLanes4EqualsScalar) {
-  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  for (Isa isa : SupportedIsas()) {
+    SCOPED_TRACE(IsaName(isa));
+    CheckExtractLanes4(keccak::BackendFor(isa));
+  }
+}
+
+void CheckExtractLanes4(const keccak::Backend& be) {
   SeededRandom rng(uint64_t{19});
   alignas(64) uint64_t st[25 * 8];
   for (size_t stride : {size_t{4}, size_t{5}, size_t{8}}) {
@@ -251,12 +271,12 @@ TEST(KeccakMulti, ExtractLanes4EqualsScalar) {
       std::memset(got, 0xee, sizeof(got));
       std::memset(want, 0xee, sizeof(want));
       uint8_t* const out[4] = {got[0], got[1], got[2], got[3]};
-      KeccakExtractLanes4Avx2(st, stride, words, out);
+      be.extract_lanes4(st, stride, words, out);
       for (size_t j = 0; j < 4; ++j) {
         for (size_t w = 0; w < words; ++w) std::memcpy(want[j] + 8 * w, &st[w * stride + j], 8);
         for (size_t k = 0; k < sizeof(got[j]); ++k) {
-          ASSERT_EQ(got[j][k], want[j][k]) << "stride " << stride << " words " << words
-                                           << " lane " << j << " first difference at byte " << k;
+          ASSERT_EQ(got[j][k], want[j][k]) << "stride " << stride << " words " << words << " lane "
+                                           << j << " first difference at byte " << k;
         }
       }
     }

@@ -66,7 +66,8 @@ class StreamTest : public ::testing::Test {
   static void SetUpTestSuite() {
     daemon_ = new Daemon;
     // Jobs go through the queue here (--inline-crypto false), so that a cancellation always finds
-    // queued jobs to drop; test_edges and test_errors cover bursts run on the receiving thread.
+    // queued jobs to drop; test_hashstream_metrics_keyref and test_errors cover bursts run on the
+    // receiving thread.
     ASSERT_TRUE(
         daemon_->Start({"--workers", "1", "--max-stream-inflight", "64", "--max-batch-items", "256",
                         "--inline-crypto", "false", "--log-level", "warn",

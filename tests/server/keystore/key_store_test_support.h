@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "keystore/key_store.h"
+#include "keystore/secret_bytes.h"
 
 namespace pqcd::server::testing {
 

@@ -23,6 +23,7 @@
 #include "key_store_test_support.h"
 #include "keystore/key_store.h"
 #include "keystore/record_codec.h"
+#include "keystore/secret_bytes.h"
 #include "keystore/secret_bytes_testing.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"

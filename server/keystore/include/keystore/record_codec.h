@@ -40,7 +40,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "keystore/key_store.h"
+#include "keystore/secret_bytes.h"
 
 namespace pqcd::server::internal {
 

@@ -22,6 +22,7 @@
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 
 namespace pqcd::testing {
 namespace {
@@ -55,22 +56,26 @@ struct Material {
 Material MakeMaterial() {
   Material m;
   kernels::SeededRandom rng(uint64_t{2024});
-  const auto& kem = kernels::GetKemInfo(kernels::KemAlgorithm::kMlKem768);
-  std::vector<uint8_t> kseed(64, 3), ek(kem.ek_bytes), dk(kem.dk_bytes), ct(kem.ct_bytes), ss(32);
+  const kernels::AlgorithmDescriptor& kem =
+      kernels::Describe(kernels::IdOf(kernels::KemAlgorithm::kMlKem768));
+  std::vector<uint8_t> kseed(64, 3), ek(kem.facts->public_key_bytes),
+      dk(kem.facts->private_key_bytes), ct(kem.facts->ciphertext_bytes), ss(32);
   kernels::KemKeyGenItem kg{kseed, ek, dk, {}, {}};
-  kem.keygen_batch(std::span(&kg, 1), rng);
+  kem.kem->keygen_batch(std::span(&kg, 1), rng);
   kernels::KemEncapsItem en{ek, {}, ct, ss, {}};
-  kem.encaps_batch(std::span(&en, 1), rng);
-  const auto& dsa = kernels::GetDsaInfo(kernels::DsaAlgorithm::kMlDsa65);
-  std::vector<uint8_t> dseed(32, 5), pk(dsa.pk_bytes), sk(dsa.sk_bytes), sig(dsa.sig_bytes);
+  kem.kem->encaps_batch(std::span(&en, 1), rng);
+  const kernels::AlgorithmDescriptor& dsa =
+      kernels::Describe(kernels::IdOf(kernels::DsaAlgorithm::kMlDsa65));
+  std::vector<uint8_t> dseed(32, 5), pk(dsa.facts->public_key_bytes),
+      sk(dsa.facts->private_key_bytes), sig(dsa.facts->signature_bytes);
   kernels::DsaKeyGenItem dg{dseed, pk, sk, {}, {}};
-  dsa.keygen_batch(std::span(&dg, 1), rng);
+  dsa.dsa->keygen_batch(std::span(&dg, 1), rng);
   kernels::DsaSignItem si;
   si.sk = sk;
   si.message = kernels::Bytes(reinterpret_cast<const uint8_t*>(m.msg.data()), m.msg.size());
   si.options.deterministic = true;
   si.sig = sig;
-  dsa.sign_batch(std::span(&si, 1), rng);
+  dsa.dsa->sign_batch(std::span(&si, 1), rng);
   EXPECT_TRUE(kg.status.ok() && en.status.ok() && dg.status.ok() && si.status.ok());
   m.kem_ek = Bytes(ek);
   m.kem_seed = Bytes(kseed);
