@@ -44,10 +44,13 @@
 // so every run does the same work; the cost of reading the OS random source is not included.
 #include <benchmark/benchmark.h>
 #include <sched.h>
+#if defined(__x86_64__)
 #include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -82,7 +85,24 @@ using kernels::Isa;
 using kernels::MutBytes;
 
 constexpr int kDefaultRepetitions = 5;
-constexpr int kBatchSizes[] = {4, 8, 16};
+constexpr int kBatchSizes[] = {1, 4, 8, 16};
+
+// The time-stamp counter: RDTSC on x86-64; elsewhere the architecture's constant-rate counter
+// (aarch64: CNTVCT_EL0) or, failing that, steady_clock nanoseconds. The "tsc" figures below are in
+// these ticks.
+inline uint64_t ReadTsc() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+#endif
+}
 
 // Core clock relative to the TSC on the pinned CPU: a chain of dependent 64-bit adds runs one add
 // per core cycle, so adds / TSC ticks = core cycles per TSC tick. Multiply tsc_per_op by it to get
@@ -93,7 +113,8 @@ double CoreCyclesPerTsc(int tries = 40, uint64_t iters = 1'000'000) {  // 1.3 ms
   uint64_t best = ~uint64_t{0};
   for (int rep = 0; rep < tries; ++rep) {
     uint64_t x = 0, n = iters;
-    const uint64_t t0 = __rdtsc();
+    const uint64_t t0 = ReadTsc();
+#if defined(__x86_64__)
     __asm__ volatile(
         "1:\n\t"
         "add $1, %0\n\t"
@@ -103,7 +124,25 @@ double CoreCyclesPerTsc(int tries = 40, uint64_t iters = 1'000'000) {  // 1.3 ms
         "sub $1, %1\n\t"
         "jnz 1b"
         : "+r"(x), "+r"(n));
-    best = std::min<uint64_t>(best, __rdtsc() - t0);
+#elif defined(__aarch64__)
+    __asm__ volatile(
+        "1:\n\t"
+        "add %0, %0, #1\n\t"
+        "add %0, %0, #1\n\t"
+        "add %0, %0, #1\n\t"
+        "add %0, %0, #1\n\t"
+        "subs %1, %1, #1\n\t"
+        "b.ne 1b"
+        : "+r"(x), "+r"(n)
+        :
+        : "cc");
+#else
+    for (; n != 0; --n) {
+      x += 4;
+      __asm__ volatile("" : "+r"(x));
+    }
+#endif
+    best = std::min<uint64_t>(best, ReadTsc() - t0);
   }
   return 4.0 * static_cast<double>(iters) / static_cast<double>(best);
 }
@@ -118,11 +157,11 @@ void Measure(benchmark::State& state, int64_t ops_per_iteration, int64_t bytes_p
   // The core clock moves with boost state and host load: measure its ratio to the TSC right
   // before and after the timed loop (~0.3 ms each) and report it with this run's figures.
   const double ratio_before = CoreCyclesPerTsc(8, 25'000);
-  const uint64_t t0 = __rdtsc();
+  const uint64_t t0 = ReadTsc();
   for (auto _ : state) {
     if (!body()) break;  // body has called SkipWithError
   }
-  const uint64_t t1 = __rdtsc();
+  const uint64_t t1 = ReadTsc();
   state.counters["core_per_tsc"] = (ratio_before + CoreCyclesPerTsc(8, 25'000)) / 2;
   const int64_t ops = state.iterations() * ops_per_iteration;
   if (ops <= 0) return;

@@ -23,16 +23,59 @@ if [[ ${1:-} != "--runtime-only" ]]; then
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi
 
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+missing=()
+for p in "${pkgs[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The aarch64 cross build of the kernels and their tests, run under qemu (tests/cross/): the cross
+# compiler, qemu's user-mode emulator and the arm64 builds of the libraries the kernels and their
+# tests link (multiarch). Not needed to build or run pqcd itself; only on x86-64 (amd64) hosts.
+host_arch=$(dpkg --print-architecture)
+if [[ ${1:-} != "--runtime-only" && $host_arch == amd64 ]]; then
+  cross_tools=(g++-aarch64-linux-gnu qemu-user)
+  # Multi-Arch: same libraries: dpkg wants the arm64 and amd64 copies at one version, so the arm64
+  # one is asked for at the installed amd64 version when the archive still has it (no upgrade of
+  # the host's libraries as a side effect).
+  # (The runtime library of each -dev package is listed beside it: it is Multi-Arch: same too.)
+  cross_libs=(libabsl-dev libabsl20220623 libssl-dev libssl3 libgtest-dev)
+  cross_missing=()
+  for p in "${cross_tools[@]}"; do
+    installed "$p" || cross_missing+=("$p")
+  done
+  for p in "${cross_libs[@]}"; do
+    installed "$p:arm64" || cross_missing+=("$p:arm64")
+  done
+  if ((${#cross_missing[@]} > 0)); then
+    echo "install-deps: installing ${cross_missing[*]} (aarch64 cross build)"
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      $SUDO dpkg --add-architecture arm64
+    fi
+    $SUDO apt-get update -qq
+    want=()
+    for p in "${cross_missing[@]}"; do
+      if [[ $p == *:arm64 ]]; then
+        host_version=$(dpkg-query -W -f='${Version}' "${p%:arm64}:$host_arch" 2>/dev/null || true)
+        if [[ -n $host_version ]] &&
+          apt-cache madison "$p" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}' |
+          grep -qxF "$host_version"; then
+          p="$p=$host_version"
+        fi
+      fi
+      want+=("$p")
+    done
+    $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+  fi
+fi

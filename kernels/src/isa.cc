@@ -1,7 +1,12 @@
-// CPUID/XGETBV detection and the process-wide backend choice.
+// CPU feature detection and the process-wide backend choice. On x86-64, CPUID and XGETBV; on
+// every other architecture there is no SIMD backend yet (arch/backends.h), so nothing is detected
+// and the portable backend is the only one.
 #include "pqcd/kernels/isa.h"
 
+#if defined(__x86_64__)  // the architecture of arch/x86_64/ (arch/backends.h)
 #include <cpuid.h>
+#define PQCD_ISA_X86 1
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -15,6 +20,7 @@ bool BackendSelfTestPasses(Isa isa);  // isa_selftest.cc
 
 namespace {
 
+#if defined(PQCD_ISA_X86)
 uint64_t ReadXcr0() {
   uint32_t eax, edx;
   // xgetbv with ecx = 0; only executed after CPUID reported OSXSAVE.
@@ -22,7 +28,7 @@ uint64_t ReadXcr0() {
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
 
-CpuFeatures Detect() {
+CpuFeatures DetectX86() {
   CpuFeatures f;
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx) || eax < 7) return f;
@@ -42,6 +48,16 @@ CpuFeatures Detect() {
   f.avx512 = f.avx2 && zmm_state && f512 && dq && bw && vl;
   f.avx512_vbmi = f.avx512 && vbmi;
   f.avx512_ifma = f.avx512 && ifma;
+  return f;
+}
+#endif
+
+CpuFeatures Detect() {
+#if defined(PQCD_ISA_X86)
+  CpuFeatures f = DetectX86();
+#else
+  CpuFeatures f;  // no SIMD backend on this architecture yet
+#endif
   // A backend that the CPU has but that fails its known-answer check is treated as absent.
   if (f.avx512 && !BackendSelfTestPasses(Isa::kAvx512)) {
     std::fprintf(stderr, "pqcd: AVX-512 backend failed its self-check; not using it\n");

@@ -3,22 +3,10 @@
 
 #include <cstring>
 
-#include "keccak/keccak_multi.h"
-#include "pqcd/kernels/isa.h"
-
 namespace pqcd::kernels {
 #define PQCD_KECCAK_F1600_NAME KeccakF1600Portable
 #include "keccak/keccak_f1600_body.inc"
 #undef PQCD_KECCAK_F1600_NAME
-
-void KeccakF1600(uint64_t state[kKeccakLanes]) {
-  // On AVX2 machines (all of which have BMI1/BMI2) the same code built with andn and rorx.
-  if (ActiveIsa() != Isa::kPortable) {
-    KeccakF1600Bmi(state);
-  } else {
-    KeccakF1600Portable(state);
-  }
-}
 
 KeccakSponge::KeccakSponge(size_t rate_bytes, uint8_t suffix)
     : rate_(static_cast<uint16_t>(rate_bytes)), pos_(0), suffix_(suffix), squeezing_(false) {

@@ -15,6 +15,11 @@ std::filesystem::path VectorsDir() {
   return PQCD_DEFAULT_VECTORS_DIR;
 }
 
+bool QuickTests() {
+  const char* env = std::getenv("PQCD_TEST_QUICK");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 nlohmann::json LoadVectorJson(const std::string& relative) {
   const std::filesystem::path path = VectorsDir() / relative;
   std::ifstream in(path);

@@ -32,6 +32,15 @@ inline std::string ToHex(const std::vector<uint8_t>& v) {
   return ToHex(v.data(), v.size());
 }
 
+// PQCD_TEST_QUICK=1: the run is slow (e.g. emulated by qemu, tests/cross/run_aarch64.sh), so the
+// longest tests take fewer iterations (Iterations) or leave out their longest cases. The default,
+// unset, is the full test.
+bool QuickTests();
+// `full` normally, `quick` under PQCD_TEST_QUICK=1.
+inline int Iterations(int full, int quick) {
+  return QuickTests() ? quick : full;
+}
+
 // Every backend this CPU supports (portable first), for tests that run on each of them.
 std::vector<kernels::Isa> SupportedIsas();
 

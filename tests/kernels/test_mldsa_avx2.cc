@@ -1,4 +1,5 @@
-// Differential tests: every AVX2 ML-DSA kernel against the portable kernel, on edge inputs (zeros,
+// Differential tests: every AVX2 ML-DSA kernel (the avx2 table of mldsa/backend.h, reached through
+// the poly.h / sample.h functions) against the portable kernel, on edge inputs (zeros,
 // q - 1, the extremes of each documented input bound) and 10,000 random polynomials per kernel
 // drawn inside the poly.h contract. The two paths are selected with SetActiveIsa(); outputs must be
 // identical coefficient for coefficient (the first differing index is reported).
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "mldsa/backend.h"
 #include "mldsa/poly.h"
 #include "mldsa/sample.h"
 #include "pqcd/kernels/isa.h"
@@ -99,6 +100,8 @@ class MlDsaAvx2 : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "CPU without AVX2";
+    ASSERT_NE(&BackendFor(Isa::kAvx2), &kPortable)
+        << "the avx2 backend has no ML-DSA table (arch/backends.h)";
   }
   ScopedIsa restore_;
 };
@@ -627,7 +630,7 @@ TEST_F(MlDsaAvx2, UniformSampling) {
       const uint32_t t = buf[pos] | buf[pos + 1] << 8 | (buf[pos + 2] & 0x7f) << 16;
       if (t < static_cast<uint32_t>(kQ)) want[want_count++] = static_cast<int32_t>(t);
     }
-    const int got_count = avx2::RejectUniform(got, start, buf, len);
+    const int got_count = BackendFor(Isa::kAvx2).reject_uniform(got, start, buf, len);
     ASSERT_EQ(got_count, want_count) << "input #" << n;
     for (int i = 0; i < want_count; ++i) ASSERT_EQ(got[i], want[i]) << "index " << i;
   }
@@ -761,13 +764,9 @@ TEST_F(MlDsaAvx2, SampleInBallKernels) {
           std::memcpy(sgn, sgn0, sizeof(sgn));
           uint32_t i = i0;
           uint64_t signs = signs0;
-          if (ActiveIsa() == Isa::kPortable) {
-            SampleInBallSteps(pos, sgn, i, first, signs, cand, len);
-            SampleInBallExpand(out[0], pos, sgn, tau);
-          } else {
-            avx2::SampleInBallSteps(pos, sgn, i, first, signs, cand, len);
-            avx2::SampleInBallExpand(out[0], pos, sgn, tau);
-          }
+          const Backend& be = ActiveBackend();  // portable, then avx2
+          be.sample_in_ball_steps(pos, sgn, i, first, signs, cand, len);
+          be.sample_in_ball_expand(out[0], pos, sgn, tau);
           for (int k = 0; k < kBallSlots; ++k) {
             out[1].coeffs[k] = pos[k];
             out[1].coeffs[kBallSlots + k] = sgn[k];

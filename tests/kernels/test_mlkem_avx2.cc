@@ -1,7 +1,8 @@
-// Differential tests: every AVX2 ML-KEM kernel (mlkem/poly_backend.h) against the portable kernel
-// on edge inputs (zeros, extremes of the documented input bounds) and 10,000 random inputs each.
-// The AVX2 kernels perform the same reductions, so results must be bit-identical; a failure
-// prints the first differing index. Skipped where the CPU lacks AVX2.
+// Differential tests: every hook of the AVX2 ML-KEM table (mlkem/backend.h, BackendFor(kAvx2))
+// against the portable kernel on edge inputs (zeros, extremes of the documented input bounds) and
+// 10,000 random inputs each. The AVX2 kernels perform the same reductions, so results must be
+// bit-identical; a failure prints the first differing index. Skipped where the CPU lacks AVX2 (and
+// on every other architecture).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -11,9 +12,10 @@
 #include <random>
 #include <vector>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
+#include "mlkem/backend.h"
 #include "mlkem/fixed_lanes.h"
-#include "mlkem/poly_backend.h"
 #include "pqcd/kernels/common.h"
 #include "pqcd/kernels/isa.h"
 
@@ -22,10 +24,16 @@ namespace {
 
 constexpr int kRandomInputs = 10000;
 
+// The table under test: what the avx2 (and avx512) backend runs.
+const Backend& Avx2() {
+  return BackendFor(Isa::kAvx2);
+}
+
 class MlKemAvx2Test : public ::testing::Test {
  public:
   void SetUp() override {
     if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "AVX2 not supported on this CPU";
+    ASSERT_NE(&Avx2(), &kPortable) << "the avx2 backend has no ML-KEM table (arch/backends.h)";
   }
   std::mt19937_64 rng_{0x6d6c6b656d};
   int16_t Uniform(int lo, int hi) {  // [lo, hi]
@@ -83,26 +91,26 @@ void CheckUnary(MlKemAvx2Test* t, const char* what, int lo, int hi, void (*ref)(
 }
 
 TEST_F(MlKemAvx2Test, NttAndInverse) {
-  CheckUnary(this, "PolyNtt", -(kQ - 1), kQ - 1, portable::PolyNtt, avx2::PolyNtt);
+  CheckUnary(this, "PolyNtt", -(kQ - 1), kQ - 1, portable::PolyNtt, Avx2().ntt);
   CheckUnary(this, "PolyInvNttTimesR", -(kQ - 1), kQ - 1, portable::PolyInvNttTimesR,
-             avx2::PolyInvNttTimesR);
+             Avx2().invntt_times_r);
 }
 
 TEST_F(MlKemAvx2Test, Reductions) {
-  CheckUnary(this, "PolyToMont", -32768, 32767, portable::PolyToMont, avx2::PolyToMont);
+  CheckUnary(this, "PolyToMont", -32768, 32767, portable::PolyToMont, Avx2().to_mont);
   CheckUnary(this, "PolyReduceCanonical", -32768, 32767, portable::PolyReduceCanonical,
-             avx2::PolyReduceCanonical);
+             Avx2().reduce_canonical);
   // Every int16 through the Barrett + conditional add and the Montgomery multiplication.
   for (int base = -32768; base < 32768; base += kN) {
     Poly a, b;
     for (int i = 0; i < kN; ++i) a.c[i] = static_cast<int16_t>(base + i);
     b = a;
     portable::PolyReduceCanonical(a);
-    avx2::PolyReduceCanonical(b);
+    Avx2().reduce_canonical(b);
     ASSERT_TRUE(Same(a.c, b.c, kN, "PolyReduceCanonical exhaustive", base));
     for (int i = 0; i < kN; ++i) a.c[i] = b.c[i] = static_cast<int16_t>(base + i);
     portable::PolyToMont(a);
-    avx2::PolyToMont(b);
+    Avx2().to_mont(b);
     ASSERT_TRUE(Same(a.c, b.c, kN, "PolyToMont exhaustive", base));
   }
 }
@@ -114,11 +122,11 @@ TEST_F(MlKemAvx2Test, AddSub) {
     Fill(a, -32768, 32767);
     Poly r1 = r, r2 = r;
     portable::PolyAdd(r1, a);
-    avx2::PolyAdd(r2, a);
+    Avx2().add(r2, a);
     ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolyAdd", n));
     r1 = r2 = r;
     portable::PolySub(r1, a);
-    avx2::PolySub(r2, a);
+    Avx2().sub(r2, a);
     ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolySub", n));
   }
 }
@@ -139,7 +147,7 @@ TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
       }
       PolyMulCache c1, c2;
       portable::PolyMulCacheCompute(c1, b[j]);
-      avx2::PolyMulCacheCompute(c2, b[j]);
+      Avx2().mulcache_compute(c2, b[j]);
       ASSERT_TRUE(Same(c1.c, c2.c, kN / 2, "PolyMulCacheCompute", n));
       cache[j] = c1;
       // Extremes of the cache bound too (the contract allows any |cache| < q).
@@ -150,7 +158,7 @@ TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
     const int k = 1 + n % 4;
     Poly o1, o2;
     portable::PolyBasemulAcc(o1, a, b, cache, k);
-    avx2::PolyBasemulAcc(o2, a, b, cache, k);
+    Avx2().basemul_acc(o2, a, b, cache, k);
     ASSERT_TRUE(Same(o1.c, o2.c, kN, "PolyBasemulAcc", n));
   }
 }
@@ -169,7 +177,7 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
     std::memset(e1, 0x5a, sizeof(e1));
     std::memset(e2, 0x5a, sizeof(e2));
     portable::PolyEncode12(e1, a);
-    avx2::PolyEncode12(e2, a);
+    Avx2().encode12(e2, a);
     ASSERT_TRUE(Same(e1, e2, sizeof(e1), "PolyEncode12", n));
     // Decode of arbitrary bytes (values up to 4095) and of valid encodings, from a heap buffer
     // of exactly 384 bytes (memcheck flags any read past it).
@@ -183,10 +191,10 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
     if (n == 1) std::memset(in, 0xff, kPolyBytes);
     Poly d1, d2;
     portable::PolyDecode12(d1, in);
-    avx2::PolyDecode12(d2, in);
+    Avx2().decode12(d2, in);
     ASSERT_TRUE(Same(d1.c, d2.c, kN, "PolyDecode12", n));
     const bool ok1 = portable::DecodeEncapsKeyPoly(d1, in);
-    const bool ok2 = avx2::DecodeEncapsKeyPoly(d2, in);
+    const bool ok2 = Avx2().decode_ek(d2, in);
     ASSERT_EQ(ok1, ok2) << "DecodeEncapsKeyPoly verdict, input #" << n;
     ASSERT_TRUE(Same(d1.c, d2.c, kN, "DecodeEncapsKeyPoly", n));
   }
@@ -203,7 +211,7 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
                                                ((v & 1) << ((bit + b) % 8)));
     }
     Poly d;
-    ASSERT_FALSE(avx2::DecodeEncapsKeyPoly(d, in)) << "position " << pos;
+    ASSERT_FALSE(Avx2().decode_ek(d, in)) << "position " << pos;
   }
 }
 
@@ -225,7 +233,7 @@ TEST_F(MlKemAvx2Test, CompressDecompress) {
       std::memset(c1, 0x5a, sizeof(c1));
       std::memset(c2, 0x5a, sizeof(c2));
       portable::PolyCompressEncode(d, c1, a);
-      avx2::PolyCompressEncode(d, c2, a);
+      Avx2().compress_encode(d, c2, a);
       ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyCompressEncode", n)) << " d=" << d;
       // Input in a heap buffer of exactly 32·d bytes (memcheck flags any read past it).
       std::vector<uint8_t> in(32 * static_cast<size_t>(d));
@@ -234,7 +242,7 @@ TEST_F(MlKemAvx2Test, CompressDecompress) {
       if (n == 1) std::memset(in.data(), 0, in.size());
       Poly p1, p2;
       portable::PolyDecodeDecompress(d, p1, in.data());
-      avx2::PolyDecodeDecompress(d, p2, in.data());
+      Avx2().decode_decompress(d, p2, in.data());
       ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyDecodeDecompress", n)) << " d=" << d;
     }
   }
@@ -250,13 +258,13 @@ TEST_F(MlKemAvx2Test, Message) {
     }
     uint8_t m1[kSymBytes], m2[kSymBytes];
     portable::PolyToMessage(m1, a);
-    avx2::PolyToMessage(m2, a);
+    Avx2().to_message(m2, a);
     ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolyToMessage", n));
     FillBytes(m1, sizeof(m1));
     if (n == 0) std::memset(m1, 0xff, sizeof(m1));
     Poly p1, p2;
     portable::PolyFromMessage(p1, m1);
-    avx2::PolyFromMessage(p2, m1);
+    Avx2().from_message(p2, m1);
     ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyFromMessage", n));
   }
 }
@@ -292,7 +300,7 @@ TEST_F(MlKemAvx2Test, AddCompressEncode) {
         std::memset(c2, 0x5a, sizeof(c2));
         Poly a1 = a, a2 = a;
         portable::PolyAddCompressEncode(d, c1, a1, b, msg ? m : nullptr);
-        avx2::PolyAddCompressEncode(d, c2, a2, b, msg ? m : nullptr);
+        Avx2().add_compress_encode(d, c2, a2, b, msg ? m : nullptr);
         ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyAddCompressEncode", n))
             << " d=" << d << " msg=" << msg;
         // The portable kernel is the composition of the unfused ones.
@@ -329,7 +337,7 @@ TEST_F(MlKemAvx2Test, SubToMessage) {
     uint8_t m1[kSymBytes], m2[kSymBytes], m3[kSymBytes];
     Poly v1 = v, v2 = v, v3 = v;
     portable::PolySubToMessage(m1, v1, w);
-    avx2::PolySubToMessage(m2, v2, w);
+    Avx2().sub_to_message(m2, v2, w);
     ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolySubToMessage", n));
     portable::PolySub(v3, w);
     portable::PolyReduceCanonical(v3);
@@ -350,13 +358,13 @@ TEST_F(MlKemAvx2Test, CtDiffMaskAndSelect) {
       b[at] ^= static_cast<uint8_t>(1u << (rng_() % 8));
     }
     const uint8_t want = static_cast<uint8_t>(CtMaskNonZero(CtCompare(a.data(), b.data(), len)));
-    ASSERT_EQ(want, avx2::CtDiffMask(a.data(), b.data(), len)) << "CtDiffMask, input #" << n;
+    ASSERT_EQ(want, Avx2().ct_diff_mask(a.data(), b.data(), len)) << "CtDiffMask, input #" << n;
     uint8_t d1[32], d2[32], src[32];
     FillBytes(d1, 32);
     FillBytes(src, 32);
     std::memcpy(d2, d1, 32);
     CtSelect(d1, src, 32, want);
-    avx2::CtSelect32(d2, src, want);
+    Avx2().ct_select32(d2, src, want);
     ASSERT_TRUE(Same(d1, d2, 32, "CtSelect32", n));
   }
 }
@@ -381,7 +389,7 @@ TEST_F(MlKemAvx2Test, RejectUniform) {
     const int wanted = n < 256 ? 1 + n : 1 + static_cast<int>(rng_() % kN);
     int16_t o1[kN], o2[kN];
     const int c1 = portable::RejectUniform(o1, wanted, buf, len);
-    const int c2 = avx2::RejectUniform(o2, wanted, buf, len);
+    const int c2 = Avx2().reject_uniform(o2, wanted, buf, len);
     ASSERT_EQ(c1, c2) << "RejectUniform count, input #" << n << " wanted " << wanted;
     ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform", n));
   }
@@ -406,7 +414,7 @@ TEST_F(MlKemAvx2Test, RejectUniformEdges) {
         std::fill(std::begin(o1), std::end(o1), int16_t{-7});
         std::fill(std::begin(o2), std::end(o2), int16_t{-7});
         const int c1 = portable::RejectUniform(o1, wanted, buf, len);
-        const int c2 = avx2::RejectUniform(o2, wanted, buf, len);
+        const int c2 = Avx2().reject_uniform(o2, wanted, buf, len);
         ASSERT_EQ(c1, c2) << "RejectUniform count, edge input #" << input << " len " << len
                           << " wanted " << wanted;
         ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform (edge)", input));
@@ -427,7 +435,7 @@ TEST_F(MlKemAvx2Test, Cbd) {
       if (n == 1) std::memset(buf, 0, 192);
       Poly p1, p2;
       portable::Cbd(eta, p1, buf);
-      avx2::Cbd(eta, p2, buf);
+      Avx2().cbd(eta, p2, buf);
       ASSERT_TRUE(Same(p1.c, p2.c, kN, "Cbd", n)) << " eta=" << eta;
     }
   }
@@ -487,7 +495,7 @@ TEST_F(MlKemAvx2Test, LanesToBytes) {
       for (size_t i = 0; i < covered; ++i) std::memcpy(want[j] + 8 * i, &st[4 * i + j], 8);
     }
     uint8_t* const outs[4] = {got[0], got[1], got[2], got[3]};
-    KeccakExtractLanes4Avx2(st, 4, covered, outs);
+    keccak::BackendFor(Isa::kAvx2).extract_lanes4(st, 4, covered, outs);
     ASSERT_TRUE(Same(&want[0][0], &got[0][0], sizeof(want), "LanesToBytes", n));
   }
 }

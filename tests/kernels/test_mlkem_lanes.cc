@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "mlkem/backend.h"
 #include "mlkem/fixed_lanes.h"
 #include "mlkem/poly.h"
-#include "mlkem/poly_backend.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 

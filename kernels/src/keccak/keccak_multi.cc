@@ -4,8 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "keccak/backend.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
@@ -23,20 +23,47 @@ void KeccakF1600xNPortable(uint64_t* st, size_t n) {
   SecureZero(one, sizeof(one));
 }
 
+// ---- The portable hooks of keccak/backend.h ----------------------------------------------------
+
+namespace keccak::portable {
+
+void F1600x4(uint64_t* st, size_t stride, unsigned live) {
+  uint64_t one[kKeccakLanes];
+  for (size_t j = 0; j < 4; ++j) {
+    if (((live >> j) & 1) == 0) continue;  // `live` is public (the shape of the caller's plan)
+    for (size_t i = 0; i < kKeccakLanes; ++i) one[i] = st[i * stride + j];
+    KeccakF1600Portable(one);
+    for (size_t i = 0; i < kKeccakLanes; ++i) st[i * stride + j] = one[i];
+  }
+  SecureZero(one, sizeof(one));
+}
+
+void F1600x4x1(uint64_t* st, size_t stride, unsigned live, uint64_t st1[kKeccakLanes]) {
+  F1600x4(st, stride, live);
+  KeccakF1600Portable(st1);
+}
+
+void F1600x8(uint64_t* st) {
+  KeccakF1600xNPortable(st, 8);
+}
+
+void ExtractLanes4(const uint64_t* st, size_t stride, size_t words, uint8_t* const out[4]) {
+  for (size_t w = 0; w < words; ++w) {
+    for (size_t j = 0; j < 4; ++j) std::memcpy(out[j] + 8 * w, st + w * stride + j, 8);
+  }
+}
+
+}  // namespace keccak::portable
+
 namespace {
 
-// Five interleaved states on a SIMD backend: the first four in vector registers, the fifth
-// (column 4) copied to a contiguous state for the scalar permutation, which AVX2 runs fused with
-// the vector one (about 1.3x the cost of four states instead of 1.7x).
-void KeccakF1600x5(uint64_t* st, Isa isa) {
+// Five interleaved states: the first four in f1600x4x1's vector part, the fifth (column 4) copied
+// to a contiguous state for its single-state part (fused on AVX2: about 1.3x the cost of four
+// states instead of 1.7x).
+void KeccakF1600x5(const keccak::Backend& be, uint64_t* st) {
   uint64_t one[kKeccakLanes];
   for (size_t i = 0; i < kKeccakLanes; ++i) one[i] = st[i * 5 + 4];
-  if (isa == Isa::kAvx2) {
-    KeccakF1600x4x1Avx2(st, 5, one);
-  } else {
-    KeccakF1600x4Avx512(st, 5);
-    KeccakF1600(one);
-  }
+  be.f1600x4x1(st, 5, keccak::kAllLanes, one);
   for (size_t i = 0; i < kKeccakLanes; ++i) st[i * 5 + 4] = one[i];
   SecureZero(one, sizeof(one));
 }
@@ -44,27 +71,37 @@ void KeccakF1600x5(uint64_t* st, Isa isa) {
 }  // namespace
 
 void KeccakF1600xN(uint64_t* st, size_t n) {
-  const Isa isa = ActiveIsa();
-  if (n == 5 && isa != Isa::kPortable) {
-    KeccakF1600x5(st, isa);
-  } else if (n == 8 && isa == Isa::kAvx512) {
-    KeccakF1600x8Avx512(st);
-  } else if (n == 4 && isa == Isa::kAvx512) {
-    KeccakF1600x4Avx512(st, 4);
-  } else if (n % 4 == 0 && isa == Isa::kAvx2) {
-    for (size_t off = 0; off < n; off += 4) KeccakF1600x4Avx2(st + off, n);
-  } else {
-    KeccakF1600xNPortable(st, n);
-  }
+  KeccakF1600xN(keccak::ActiveBackend(), st, n);
 }
 
 void KeccakF1600xNWithRider(uint64_t* st, size_t n, uint64_t st1[25]) {
-  if (n % 4 == 0 && ActiveIsa() == Isa::kAvx2) {
-    KeccakF1600x4x1Avx2(st, n, st1);
-    for (size_t off = 4; off < n; off += 4) KeccakF1600x4Avx2(st + off, n);
+  KeccakF1600xNWithRider(keccak::ActiveBackend(), st, n, st1);
+}
+
+void KeccakF1600xN(const keccak::Backend& be, uint64_t* st, size_t n) {
+  if (n == 8) {
+    be.f1600x8(st);
+  } else if (n == 5) {
+    KeccakF1600x5(be, st);
+  } else if (n % 4 == 0) {
+    for (size_t off = 0; off < n; off += 4) be.f1600x4(st + off, n, keccak::kAllLanes);
   } else {
-    KeccakF1600xN(st, n);
-    KeccakF1600(st1);
+    uint64_t one[kKeccakLanes];
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t i = 0; i < kKeccakLanes; ++i) one[i] = st[i * n + j];
+      be.f1600(one);
+      for (size_t i = 0; i < kKeccakLanes; ++i) st[i * n + j] = one[i];
+    }
+    SecureZero(one, sizeof(one));
+  }
+}
+
+void KeccakF1600xNWithRider(const keccak::Backend& be, uint64_t* st, size_t n, uint64_t st1[25]) {
+  if (n == 4) {
+    be.f1600x4x1(st, 4, keccak::kAllLanes, st1);
+  } else {
+    KeccakF1600xN(be, st, n);
+    be.f1600(st1);
   }
 }
 
@@ -140,10 +177,16 @@ void AbsorbRider::Finish(MutBytes out) {
 template <size_t N>
 void KeccakMulti<N>::Permute() {
   if (rider_ != nullptr && rider_->Step()) {
-    KeccakF1600xNWithRider(st_, N, rider_->state);
+    KeccakF1600xNWithRider(be_, st_, N, rider_->state);
   } else {
-    KeccakF1600xN(st_, N);
+    KeccakF1600xN(be_, st_, N);
   }
+}
+
+template <size_t N>
+KeccakMulti<N>::KeccakMulti(size_t rate_bytes, uint8_t suffix)
+    : be_(keccak::ActiveBackend()), rate_(rate_bytes), suffix_(suffix) {
+  Reset();
 }
 
 template <size_t N>
@@ -232,11 +275,10 @@ void KeccakMulti<N>::SqueezeBlocks(uint8_t* const out[N], size_t nblocks) {
     }
     size_t first = 0;  // lanes [0, first) already written
     if constexpr (N == 4 || N == 5) {
-      if (out[0] != nullptr && out[1] != nullptr && out[2] != nullptr && out[3] != nullptr &&
-          ActiveIsa() == Isa::kAvx2) {
+      if (out[0] != nullptr && out[1] != nullptr && out[2] != nullptr && out[3] != nullptr) {
         uint8_t* const four[4] = {out[0] + b * rate_, out[1] + b * rate_, out[2] + b * rate_,
                                   out[3] + b * rate_};
-        KeccakExtractLanes4Avx2(st_, N, words, four);
+        be_.extract_lanes4(st_, N, words, four);
         first = 4;
       }
     }

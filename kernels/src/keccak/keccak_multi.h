@@ -2,10 +2,11 @@
 //
 // State layout ("lane-interleaved"): lane i (0..24) of state j (0..N-1) is st[i * N + j], so one
 // 64-bit lane of all N states is contiguous and loads into one SIMD register (N = 4: YMM, N = 8:
-// ZMM). The permutation is dispatched on the active ISA: AVX-512 runs 8 states in ZMM registers,
-// AVX2 runs 4 at a time in YMM registers, N = 5 runs the fifth state on the integer units beside
-// the four vector lanes (for 5, 9, 13 ... streams, where a fifth lane is cheap and a second x4 call
-// would be mostly empty), the portable path permutes each state in turn. Results are identical.
+// ZMM). The permutation goes through the active backend's table (keccak/backend.h): AVX-512 runs
+// 8 states in ZMM registers, AVX2 runs 4 at a time in YMM registers, N = 5 runs the fifth state on
+// the integer units beside the four vector lanes (for 5, 9, 13 ... streams, where a fifth lane is
+// cheap and a second x4 call would be mostly empty), the portable table permutes each state in
+// turn. Results are identical.
 #pragma once
 
 #include <cstddef>
@@ -15,27 +16,23 @@
 
 namespace pqcd::kernels {
 
-// Permutes n interleaved states: n = 4 and 8 in vector registers, n = 5 as four in vector registers
-// plus one in general-purpose registers (fused on AVX2), multiples of 4 on AVX2 four at a time;
-// any other n, and everything on the portable backend, one state at a time.
+namespace keccak {
+struct Backend;  // keccak/backend.h
+}  // namespace keccak
+
+// Permutes n interleaved states with the active backend's hooks (keccak/backend.h): n = 8 with
+// f1600x8, n = 4 with f1600x4, n = 5 as four states in f1600x4x1 plus the fifth as its single
+// state, other multiples of 4 four at a time, any other n one state at a time. Results are
+// identical on every backend.
 void KeccakF1600xN(uint64_t* st, size_t n);
 
-// Backend entry points (only call those the CPU supports; KeccakF1600xN does the dispatch).
-// x4: the 4 states at columns [offset, offset+4) of an interleaved array with `stride` columns.
-void KeccakF1600x4Avx2(uint64_t* st, size_t stride);
-void KeccakF1600x8Avx512(uint64_t* st);
-void KeccakF1600x4Avx512(uint64_t* st, size_t stride);  // YMM registers with AVX-512VL rotates
+// The portable reference: each of the n interleaved states in turn with KeccakF1600Portable.
 void KeccakF1600xNPortable(uint64_t* st, size_t n);
-// The single-state permutation built with BMI1/BMI2 (andn, rorx); on any CPU with AVX2.
-void KeccakF1600Bmi(uint64_t state[25]);
-// 4 states (as KeccakF1600x4Avx2) and one more single state st1, interleaved in one instruction
-// stream so that the scalar permutation runs on the integer units beside the vector one.
-void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, uint64_t st1[25]);
-// Writes words [0, words) of the states in columns 0..3 to out[0..3] (all non-null); AVX2 only.
-void KeccakExtractLanes4Avx2(const uint64_t* st, size_t stride, size_t words,
-                             uint8_t* const out[4]);
-// KeccakF1600xN(st, n) and KeccakF1600(st1): fused on AVX2, one after the other elsewhere.
+// KeccakF1600xN(st, n) and KeccakF1600(st1): for n = 4 one f1600x4x1 call (fused on AVX2).
 void KeccakF1600xNWithRider(uint64_t* st, size_t n, uint64_t st1[25]);
+// The same with a given table (callers that permute many times take the active one once).
+void KeccakF1600xN(const keccak::Backend& be, uint64_t* st, size_t n);
+void KeccakF1600xNWithRider(const keccak::Backend& be, uint64_t* st, size_t n, uint64_t st1[25]);
 
 // A single Keccak state that rides along with a KeccakMulti: before each multi-lane permutation
 // the multi-lane sponge calls Step(); when it returns true (the rider has prepared its state for a
@@ -82,7 +79,8 @@ class AbsorbRider final : public KeccakRider {
 template <size_t N>
 class KeccakMulti {
  public:
-  KeccakMulti(size_t rate_bytes, uint8_t suffix) : rate_(rate_bytes), suffix_(suffix) { Reset(); }
+  // Permutes with the Keccak table active when it is constructed (keccak/backend.h).
+  KeccakMulti(size_t rate_bytes, uint8_t suffix);
   ~KeccakMulti();
   KeccakMulti(const KeccakMulti&) = delete;
   KeccakMulti& operator=(const KeccakMulti&) = delete;
@@ -108,6 +106,7 @@ class KeccakMulti {
  private:
   void Permute();
   alignas(64) uint64_t st_[25 * N];
+  const keccak::Backend& be_;
   KeccakRider* rider_ = nullptr;
   size_t rate_;
   size_t pos_;  // squeeze position within the current block

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
-#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
@@ -23,7 +23,7 @@ struct Lane {
 };
 
 template <size_t N>
-void RunLanes(size_t rate, uint8_t suffix, std::span<const Bytes> msgs,
+void RunLanes(const keccak::Backend& be, size_t rate, uint8_t suffix, std::span<const Bytes> msgs,
               std::span<const MutBytes> outs) {
   alignas(64) uint64_t st[25 * N];
   alignas(8) uint8_t tail[200];
@@ -65,7 +65,7 @@ void RunLanes(size_t rate, uint8_t suffix, std::span<const Bytes> msgs,
       }
     }
     if (!any) break;
-    KeccakF1600xN(st, N);
+    KeccakF1600xN(be, st, N);
     for (size_t j = 0; j < N; ++j) {
       Lane& l = lanes[j];
       if (!l.busy) continue;
@@ -90,11 +90,12 @@ void RunLanes(size_t rate, uint8_t suffix, std::span<const Bytes> msgs,
 
 void KeccakDigestBatch(size_t rate, uint8_t suffix, std::span<const Bytes> msgs,
                        std::span<const MutBytes> outs) {
-  const Isa isa = msgs.size() >= 2 ? ActiveIsa() : Isa::kPortable;
-  if (isa == Isa::kAvx512) {
-    RunLanes<8>(rate, suffix, msgs, outs);
-  } else if (isa == Isa::kAvx2) {
-    RunLanes<4>(rate, suffix, msgs, outs);
+  const keccak::Backend& be = keccak::ActiveBackend();
+  const size_t lanes = msgs.size() >= 2 ? be.lanes : 1;
+  if (lanes >= 8) {
+    RunLanes<8>(be, rate, suffix, msgs, outs);
+  } else if (lanes >= 4) {
+    RunLanes<4>(be, rate, suffix, msgs, outs);
   } else {
     for (size_t i = 0; i < msgs.size(); ++i) {
       KeccakSponge sponge(rate, suffix);

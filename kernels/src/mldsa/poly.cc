@@ -1,14 +1,14 @@
-// ML-DSA polynomial kernels (see poly.h for the per-function bound contracts): the portable
-// reference, dispatching to the byte-identical AVX2 kernels (avx2/) when the active ISA allows.
+// ML-DSA polynomial kernels: the portable reference, the default hooks of every backend table
+// (mldsa/backend.h; poly.h states the same contracts). The poly.h functions forward to the active
+// table (mldsa/backend.cc); PackHint and UnpackHint (public data, no backend hook) are here.
 #include "mldsa/poly.h"
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "mldsa/backend.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
@@ -131,20 +131,16 @@ inline void UnpackCoeffs(Poly& a, const uint8_t* in, Map map) {
   }
 }
 
-// The AVX2 kernels serve both kAvx2 and kAvx512 (no AVX-512 arithmetic kernels: see simd.md).
-inline bool UseAvx2() {
-  return ActiveIsa() != Isa::kPortable;
-}
-
 template <int Eta>
 inline constexpr int kEtaBits = Eta == 2 ? 3 : 4;
 
 }  // namespace
 
+namespace portable {
+
 // ---- Arithmetic ------------------------------------------------------------------------------
 
 void Ntt(Poly& p) {
-  if (UseAvx2()) return avx2::Ntt(p);
   int32_t* a = p.coeffs;
   int k = 0;
   // Cooley-Tukey butterflies; each layer adds at most q to the bound (|t| < q).
@@ -161,7 +157,6 @@ void Ntt(Poly& p) {
 }
 
 void InvNttToMont(Poly& p) {
-  if (UseAvx2()) return avx2::InvNttToMont(p);
   int32_t* a = p.coeffs;
   int k = kN;
   // Gentleman-Sande butterflies. The sums double per layer: after 8 layers |a_j| <= 256 q < 2^31.
@@ -180,14 +175,12 @@ void InvNttToMont(Poly& p) {
 }
 
 void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b) {
-  if (UseAvx2()) return avx2::PointwiseMontgomery(c, a, b);
   for (int i = 0; i < kN; ++i) {
     c.coeffs[i] = MontgomeryReduce(static_cast<int64_t>(a.coeffs[i]) * b.coeffs[i]);
   }
 }
 
 void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
-  if (UseAvx2()) return avx2::PointwiseAccMontgomery(c, a, b, n);
   alignas(64) int64_t acc[kN];
   for (int i = 0; i < kN; ++i) acc[i] = static_cast<int64_t>(a[0].coeffs[i]) * b[0].coeffs[i];
   for (int j = 1; j < n; ++j) {
@@ -198,7 +191,6 @@ void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
 
 void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
                                const Poly& y) {
-  if (UseAvx2()) return avx2::PointwiseAccSubMontgomery(c, a, b, n, x, y);
   for (int i = 0; i < kN; ++i) {
     int64_t acc = -static_cast<int64_t>(x.coeffs[i]) * y.coeffs[i];
     for (int j = 0; j < n; ++j) acc += static_cast<int64_t>(a[j].coeffs[i]) * b[j].coeffs[i];
@@ -207,32 +199,26 @@ void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, con
 }
 
 void Reduce32(Poly& a) {
-  if (UseAvx2()) return avx2::Reduce32(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] = Reduce32Coeff(a.coeffs[i]);
 }
 
 void CAddQ(Poly& a) {
-  if (UseAvx2()) return avx2::CAddQ(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] = CAddQCoeff(a.coeffs[i]);
 }
 
 void Add(Poly& c, const Poly& a, const Poly& b) {
-  if (UseAvx2()) return avx2::Add(c, a, b);
   for (int i = 0; i < kN; ++i) c.coeffs[i] = a.coeffs[i] + b.coeffs[i];
 }
 
 void Sub(Poly& c, const Poly& a, const Poly& b) {
-  if (UseAvx2()) return avx2::Sub(c, a, b);
   for (int i = 0; i < kN; ++i) c.coeffs[i] = a.coeffs[i] - b.coeffs[i];
 }
 
 void ShiftLeftD(Poly& a) {
-  if (UseAvx2()) return avx2::ShiftLeftD(a);
   for (int i = 0; i < kN; ++i) a.coeffs[i] <<= kD;
 }
 
 void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
-  if (UseAvx2()) return avx2::SplitLow9(lo, hi, v);
   for (int i = 0; i < kN; ++i) {
     const int32_t x = v.coeffs[i];
     const int32_t l = ((x + 256) & 511) - 256;
@@ -242,7 +228,6 @@ void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
 }
 
 uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound) {
-  if (UseAvx2()) return avx2::SplitLow9AddNorm(lo, hi, v, y, bound);
   uint32_t bad = 0;
   for (int i = 0; i < kN; ++i) {
     const int32_t x = Reduce32Coeff(v.coeffs[i]);
@@ -259,7 +244,6 @@ uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int3
 // ---- Rounding --------------------------------------------------------------------------------
 
 void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
-  if (UseAvx2()) return avx2::Power2Round(t1, t0, t);
   for (int i = 0; i < kN; ++i) {
     const int32_t a = t.coeffs[i];
     // t0 = a mod+- 2^13 in (-2^12, 2^12], so t1 = ceil((a - 2^12) / 2^13) = (a + 2^12 - 1) >> 13.
@@ -270,13 +254,7 @@ void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
 }
 
 template <int32_t Gamma2>
-void Decompose(Poly& r1, Poly& r0, const Poly& r) {
-  if (UseAvx2()) {
-    if constexpr (Gamma2 == (kQ - 1) / 88)
-      return avx2::DecomposeSmall(r1, r0, r);
-    else
-      return avx2::DecomposeLarge(r1, r0, r);
-  }
+void DecomposeT(Poly& r1, Poly& r0, const Poly& r) {
   for (int i = 0; i < kN; ++i) {
     int32_t hi, lo;
     DecomposeCoeff<Gamma2>(r.coeffs[i], hi, lo);
@@ -286,13 +264,7 @@ void Decompose(Poly& r1, Poly& r0, const Poly& r) {
 }
 
 template <int32_t Gamma2>
-unsigned MakeHint(Poly& h, const Poly& a0, const Poly& a1) {
-  if (UseAvx2()) {
-    if constexpr (Gamma2 == (kQ - 1) / 88)
-      return avx2::MakeHintSmall(h, a0, a1);
-    else
-      return avx2::MakeHintLarge(h, a0, a1);
-  }
+unsigned MakeHintT(Poly& h, const Poly& a0, const Poly& a1) {
   unsigned count = 0;
   for (int i = 0; i < kN; ++i) {
     const int32_t lo = a0.coeffs[i];
@@ -308,13 +280,7 @@ unsigned MakeHint(Poly& h, const Poly& a0, const Poly& a1) {
 }
 
 template <int32_t Gamma2>
-void UseHint(Poly& out, const Poly& r, const Poly& h) {
-  if (UseAvx2()) {
-    if constexpr (Gamma2 == (kQ - 1) / 88)
-      return avx2::UseHintSmall(out, r, h);
-    else
-      return avx2::UseHintLarge(out, r, h);
-  }
+void UseHintT(Poly& out, const Poly& r, const Poly& h) {
   constexpr int32_t kM = (kQ - 1) / (2 * Gamma2);
   for (int i = 0; i < kN; ++i) {
     int32_t hi, lo;
@@ -329,7 +295,6 @@ void UseHint(Poly& out, const Poly& r, const Poly& h) {
 }
 
 uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
-  if (UseAvx2()) return avx2::ExceedsNorm(a, bound);
   uint32_t bad = 0;
   for (int i = 0; i < kN; ++i) {
     const int32_t x = a.coeffs[i];
@@ -343,21 +308,17 @@ uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
 // ---- Packing ---------------------------------------------------------------------------------
 
 void PackT1(uint8_t out[320], const Poly& t1) {
-  if (UseAvx2()) return avx2::PackT1(out, t1);
   PackCoeffs<10>(out, t1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 void UnpackT1(Poly& t1, const uint8_t in[320]) {
-  if (UseAvx2()) return avx2::UnpackT1(t1, in);
   UnpackCoeffs<10>(t1, in, [](uint32_t v) { return static_cast<int32_t>(v); });
 }
 
 void UnpackT1Shifted(Poly& t, const uint8_t in[320]) {
-  if (UseAvx2()) return avx2::UnpackT1Shifted(t, in);
   UnpackCoeffs<10>(t, in, [](uint32_t v) { return static_cast<int32_t>(v << kD); });
 }
 
 void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly& s) {
-  if (UseAvx2()) return avx2::Power2RoundPackT1(t1_out, t0, r, s);
   Poly t1;  // becomes public (the public key)
   for (int i = 0; i < kN; ++i) {
     const int32_t a = CAddQCoeff(Reduce32Coeff(r.coeffs[i] + s.coeffs[i]));
@@ -369,14 +330,12 @@ void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly&
 }
 
 template <int Eta>
-void PackEta(uint8_t* out, const Poly& s) {
-  if (UseAvx2()) return Eta == 2 ? avx2::PackEta2(out, s) : avx2::PackEta4(out, s);
+void PackEtaT(uint8_t* out, const Poly& s) {
   PackCoeffs<kEtaBits<Eta>>(out, s, [](int32_t c) { return static_cast<uint32_t>(Eta - c); });
 }
 
 template <int Eta>
-uint32_t UnpackEta(Poly& s, const uint8_t* in) {
-  if (UseAvx2()) return Eta == 2 ? avx2::UnpackEta2(s, in) : avx2::UnpackEta4(s, in);
+uint32_t UnpackEtaT(Poly& s, const uint8_t* in) {
   uint32_t bad = 0;
   UnpackCoeffs<kEtaBits<Eta>>(s, in, [&bad](uint32_t v) {
     bad |= static_cast<uint32_t>(2 * Eta - static_cast<int32_t>(v)) >> 31;  // v > 2 eta
@@ -386,74 +345,118 @@ uint32_t UnpackEta(Poly& s, const uint8_t* in) {
 }
 
 void PackT0(uint8_t out[416], const Poly& t0) {
-  if (UseAvx2()) return avx2::PackT0(out, t0);
   PackCoeffs<kD>(out, t0, [](int32_t c) { return static_cast<uint32_t>((1 << (kD - 1)) - c); });
 }
 void UnpackT0(Poly& t0, const uint8_t in[416]) {
-  if (UseAvx2()) return avx2::UnpackT0(t0, in);
   UnpackCoeffs<kD>(t0, in, [](uint32_t v) { return (1 << (kD - 1)) - static_cast<int32_t>(v); });
 }
 
 template <int Gamma1Bits>
-void PackZ(uint8_t* out, const Poly& z) {
-  if constexpr (Gamma1Bits == 19) {
-    if (UseAvx2()) return avx2::PackZ19(out, z);
-  }
+void PackZT(uint8_t* out, const Poly& z) {
   PackCoeffs<Gamma1Bits + 1>(
       out, z, [](int32_t c) { return static_cast<uint32_t>((1 << Gamma1Bits) - c); });
 }
 template <int Gamma1Bits>
-void UnpackZ(Poly& z, const uint8_t* in) {
-  if (UseAvx2()) {
-    if constexpr (Gamma1Bits == 17)
-      return avx2::UnpackZ17(z, in);
-    else
-      return avx2::UnpackZ19(z, in);
-  }
+void UnpackZT(Poly& z, const uint8_t* in) {
   UnpackCoeffs<Gamma1Bits + 1>(
       z, in, [](uint32_t v) { return (1 << Gamma1Bits) - static_cast<int32_t>(v); });
 }
 
 template <int32_t Gamma2>
-void PackW1(uint8_t* out, const Poly& w1) {
+void PackW1T(uint8_t* out, const Poly& w1) {
   constexpr int kBits = Gamma2 == (kQ - 1) / 88 ? 6 : 4;
   static_assert(kW1PackedBytes<Gamma2> == 32 * kBits);
-  if (UseAvx2()) {
-    return kBits == 6 ? avx2::PackW1Small(out, w1) : avx2::PackW1Large(out, w1);
-  }
   PackCoeffs<kBits>(out, w1, [](int32_t c) { return static_cast<uint32_t>(c); });
 }
 
 template <int32_t Gamma2>
-void DecomposePackW1(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
-  if (UseAvx2()) {
-    if constexpr (Gamma2 == (kQ - 1) / 88)
-      return avx2::DecomposePackW1Small(out, r1, r0, r);
-    else
-      return avx2::DecomposePackW1Large(out, r1, r0, r);
-  }
+void DecomposePackW1T(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
   for (int i = 0; i < kN; ++i) {
     int32_t hi, lo;
     DecomposeCoeff<Gamma2>(CAddQCoeff(r.coeffs[i]), hi, lo);
     r1.coeffs[i] = hi;
     r0.coeffs[i] = lo;
   }
-  PackW1<Gamma2>(out, r1);
+  PackW1T<Gamma2>(out, r1);
 }
 
 template <int32_t Gamma2>
-void UseHintPackW1(uint8_t* out, const Poly& r, const Poly& h) {
-  if (UseAvx2()) {
-    if constexpr (Gamma2 == (kQ - 1) / 88)
-      return avx2::UseHintPackW1Small(out, r, h);
-    else
-      return avx2::UseHintPackW1Large(out, r, h);
-  }
+void UseHintPackW1T(uint8_t* out, const Poly& r, const Poly& h) {
   Poly w;  // public (verification)
   for (int i = 0; i < kN; ++i) w.coeffs[i] = CAddQCoeff(r.coeffs[i]);
-  UseHint<Gamma2>(w, w, h);
-  PackW1<Gamma2>(out, w);
+  UseHintT<Gamma2>(w, w, h);
+  PackW1T<Gamma2>(out, w);
 }
+
+// ---- The named kernels of mldsa/backend.h for each parameter ----------------------------------
+
+inline constexpr int32_t kGamma2Small = (kQ - 1) / 88;  // ML-DSA-44
+inline constexpr int32_t kGamma2Large = (kQ - 1) / 32;  // ML-DSA-65/87
+
+void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r) {
+  DecomposeT<kGamma2Small>(r1, r0, r);
+}
+void DecomposeLarge(Poly& r1, Poly& r0, const Poly& r) {
+  DecomposeT<kGamma2Large>(r1, r0, r);
+}
+unsigned MakeHintSmall(Poly& h, const Poly& a0, const Poly& a1) {
+  return MakeHintT<kGamma2Small>(h, a0, a1);
+}
+unsigned MakeHintLarge(Poly& h, const Poly& a0, const Poly& a1) {
+  return MakeHintT<kGamma2Large>(h, a0, a1);
+}
+void UseHintSmall(Poly& out, const Poly& r, const Poly& h) {
+  UseHintT<kGamma2Small>(out, r, h);
+}
+void UseHintLarge(Poly& out, const Poly& r, const Poly& h) {
+  UseHintT<kGamma2Large>(out, r, h);
+}
+void PackEta2(uint8_t* out, const Poly& s) {
+  PackEtaT<2>(out, s);
+}
+void PackEta4(uint8_t* out, const Poly& s) {
+  PackEtaT<4>(out, s);
+}
+uint32_t UnpackEta2(Poly& s, const uint8_t* in) {
+  return UnpackEtaT<2>(s, in);
+}
+uint32_t UnpackEta4(Poly& s, const uint8_t* in) {
+  return UnpackEtaT<4>(s, in);
+}
+void PackZ17(uint8_t* out, const Poly& z) {
+  PackZT<17>(out, z);
+}
+void PackZ19(uint8_t* out, const Poly& z) {
+  PackZT<19>(out, z);
+}
+void UnpackZ17(Poly& z, const uint8_t* in) {
+  UnpackZT<17>(z, in);
+}
+void UnpackZ19(Poly& z, const uint8_t* in) {
+  UnpackZT<19>(z, in);
+}
+void PackW1Small(uint8_t* out, const Poly& w1) {
+  PackW1T<kGamma2Small>(out, w1);
+}
+void PackW1Large(uint8_t* out, const Poly& w1) {
+  PackW1T<kGamma2Large>(out, w1);
+}
+void DecomposePackW1Small(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<kGamma2Small>(out, r1, r0, r);
+}
+void DecomposePackW1Large(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<kGamma2Large>(out, r1, r0, r);
+}
+void UseHintPackW1Small(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<kGamma2Small>(out, r, h);
+}
+void UseHintPackW1Large(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<kGamma2Large>(out, r, h);
+}
+
+}  // namespace portable
+
+// ---- Not backend hooks ----------------------------------------------------------------------
 
 void PackHint(uint8_t* out, const Poly* h, int k, int omega) {
   // Runs only on the accepted signature, whose hint is public.
@@ -492,31 +495,5 @@ bool UnpackHint(Poly* h, const uint8_t* in, int k, int omega) {
   }
   return true;
 }
-
-// ---- Explicit instantiations for the ML-DSA parameter sets ------------------------------------
-
-inline constexpr int32_t kGamma2Small = (kQ - 1) / 88;  // ML-DSA-44
-inline constexpr int32_t kGamma2Large = (kQ - 1) / 32;  // ML-DSA-65/87
-
-template void Decompose<kGamma2Small>(Poly&, Poly&, const Poly&);
-template void Decompose<kGamma2Large>(Poly&, Poly&, const Poly&);
-template unsigned MakeHint<kGamma2Small>(Poly&, const Poly&, const Poly&);
-template unsigned MakeHint<kGamma2Large>(Poly&, const Poly&, const Poly&);
-template void UseHint<kGamma2Small>(Poly&, const Poly&, const Poly&);
-template void UseHint<kGamma2Large>(Poly&, const Poly&, const Poly&);
-template void PackW1<kGamma2Small>(uint8_t*, const Poly&);
-template void PackW1<kGamma2Large>(uint8_t*, const Poly&);
-template void DecomposePackW1<kGamma2Small>(uint8_t*, Poly&, Poly&, const Poly&);
-template void DecomposePackW1<kGamma2Large>(uint8_t*, Poly&, Poly&, const Poly&);
-template void UseHintPackW1<kGamma2Small>(uint8_t*, const Poly&, const Poly&);
-template void UseHintPackW1<kGamma2Large>(uint8_t*, const Poly&, const Poly&);
-template void PackEta<2>(uint8_t*, const Poly&);
-template void PackEta<4>(uint8_t*, const Poly&);
-template uint32_t UnpackEta<2>(Poly&, const uint8_t*);
-template uint32_t UnpackEta<4>(Poly&, const uint8_t*);
-template void PackZ<17>(uint8_t*, const Poly&);
-template void PackZ<19>(uint8_t*, const Poly&);
-template void UnpackZ<17>(Poly&, const uint8_t*);
-template void UnpackZ<19>(Poly&, const uint8_t*);
 
 }  // namespace pqcd::kernels::mldsa

@@ -6,23 +6,12 @@
 #include <type_traits>
 
 #include "keccak/keccak_multi.h"
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "mldsa/backend.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
-
-// Accepts 23-bit candidates below q from 3-byte groups (Alg. 30 with CoeffFromThreeBytes, Alg. 14).
-inline int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
-  for (size_t pos = 0; pos + 3 <= len && count < kN; pos += 3) {
-    const uint32_t t = static_cast<uint32_t>(buf[pos]) | static_cast<uint32_t>(buf[pos + 1]) << 8 |
-                       static_cast<uint32_t>(buf[pos + 2] & 0x7f) << 16;
-    if (t < static_cast<uint32_t>(kQ)) a[count++] = static_cast<int32_t>(t);
-  }
-  return count;
-}
 
 // CoeffFromHalfByte (Alg. 15) without secret branches: returns the coefficient and sets accept.
 template <int Eta>
@@ -144,12 +133,28 @@ void RejectionGroup(Poly* const* out, const uint8_t* seed, const uint16_t* nonce
 
 }  // namespace
 
+// ---- The portable sampling hooks of mldsa/backend.h --------------------------------------------
+
+// Accepts 23-bit candidates below q from 3-byte groups (Alg. 30 with CoeffFromThreeBytes, Alg. 14).
+int portable::RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  for (size_t pos = 0; pos + 3 <= len && count < kN; pos += 3) {
+    const uint32_t t = static_cast<uint32_t>(buf[pos]) | static_cast<uint32_t>(buf[pos + 1]) << 8 |
+                       static_cast<uint32_t>(buf[pos + 2] & 0x7f) << 16;
+    if (t < static_cast<uint32_t>(kQ)) a[count++] = static_cast<int32_t>(t);
+  }
+  return count;
+}
+int portable::RejectEta2(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  return RejectEtaPortable<2>(a, count, buf, len);
+}
+int portable::RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len) {
+  return RejectEtaPortable<4>(a, count, buf, len);
+}
+
 template <int Eta>
 int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len) {
-  if (ActiveIsa() != Isa::kPortable) {
-    return Eta == 2 ? avx2::RejectEta2(a, count, buf, len) : avx2::RejectEta4(a, count, buf, len);
-  }
-  return RejectEtaPortable<Eta>(a, count, buf, len);
+  const Backend& be = ActiveBackend();
+  return (Eta == 2 ? be.reject_eta2 : be.reject_eta4)(a, count, buf, len);
 }
 
 void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t* nonces, size_t n,
@@ -157,10 +162,7 @@ void SampleUniformPolys(Poly* const* out, const uint8_t rho[32], const uint16_t*
   constexpr size_t kRate = Shake128::kRateBytes;
   constexpr size_t kFirstBlocks = 5;  // 840 bytes: enough for 256 coefficients almost always
   alignas(64) uint8_t buf[kMaxLanes][kFirstBlocks * kRate];
-  const bool avx2 = ActiveIsa() != Isa::kPortable;
-  auto reject = [avx2](int32_t* a, int count, const uint8_t* b, size_t len) {
-    return avx2 ? avx2::RejectUniform(a, count, b, len) : RejectUniform(a, count, b, len);
-  };
+  const auto reject = ActiveBackend().reject_uniform;
   ForEachGroup(n, [&](size_t g, size_t used, auto width) {
     RejectionGroup<decltype(width)::value, 32>(out + g, rho, nonces + g, used, kRate, kFirstBlocks,
                                                &buf[0][0], reject, rider);
@@ -233,8 +235,8 @@ inline uint8_t EqMask(uint32_t x, uint32_t y) {
 }
 }  // namespace
 
-void SampleInBallSteps(uint8_t pos[kBallSlots], int8_t sgn[kBallSlots], uint32_t& i_io,
-                       uint32_t first, uint64_t& signs_io, const uint8_t* cand, size_t n) {
+void portable::SampleInBallSteps(uint8_t* pos, int8_t* sgn, uint32_t& i_io, uint32_t first,
+                                 uint64_t& signs_io, const uint8_t* cand, size_t n) {
   uint32_t i = i_io;
   uint64_t signs = signs_io;
   for (size_t t = 0; t < n; ++t) {
@@ -260,8 +262,7 @@ void SampleInBallSteps(uint8_t pos[kBallSlots], int8_t sgn[kBallSlots], uint32_t
   signs_io = signs;
 }
 
-void SampleInBallExpand(Poly& c, const uint8_t pos[kBallSlots], const int8_t sgn[kBallSlots],
-                        int used) {
+void portable::SampleInBallExpand(Poly& c, const uint8_t* pos, const int8_t* sgn, int used) {
   alignas(64) uint8_t c8[kN] = {};
   for (int t = 0; t < used; ++t) {
     const uint32_t p = pos[t];
@@ -284,8 +285,8 @@ void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau,
   };
   State st;
   ZeroOnExit wipe(st);
-  const bool avx2 = ActiveIsa() != Isa::kPortable;
-  auto steps = avx2 ? avx2::SampleInBallSteps : SampleInBallSteps;
+  const Backend& be = ActiveBackend();
+  const auto steps = be.sample_in_ball_steps;
   Shake256 xof;
   xof.Absorb(Bytes(c_tilde, c_tilde_len));
   xof.Finalize();
@@ -312,11 +313,7 @@ void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau,
     steps(st.pos, st.sgn, st.i, first, st.signs, st.buf + pos, kRate - pos);
     pos = kRate;
   }
-  if (avx2) {
-    avx2::SampleInBallExpand(c, st.pos, st.sgn, tau);
-  } else {
-    SampleInBallExpand(c, st.pos, st.sgn, tau);
-  }
+  be.sample_in_ball_expand(c, st.pos, st.sgn, tau);
   xof.Reset();  // wipes the sponge (it holds secret XOF state)
 }
 

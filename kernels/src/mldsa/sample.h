@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mldsa/backend.h"
 #include "mldsa/poly.h"
 
 namespace pqcd::kernels {
@@ -43,7 +44,7 @@ void SampleEtaPolys(Poly* const* out, const uint8_t rho_prime[64], const uint16_
 // RejBoundedPoly's inner loop: appends CoeffFromHalfByte(b) for the accepted half-bytes b of
 // buf[0..len) (low half of each byte first) to a[count..256), stops at 256 and returns the new
 // count. buf is secret; only the accept pattern is declassified (once per chunk, never per
-// coefficient). Dispatches to the AVX2 kernel when the active ISA allows. a[new count..256) may
+// coefficient). Runs the active backend's reject_eta hook (mldsa/backend.h). a[new count..256) may
 // be overwritten (scratch).
 template <int Eta>
 int RejectEta(int32_t* a, int count, const uint8_t* buf, size_t len);
@@ -69,7 +70,7 @@ void SampleMaskPolys(Poly* const* out, const uint8_t rho_pp[64], const uint16_t*
 // computation of the accept chain). If not, the rest of the block and then whole further blocks
 // (136 candidates each) are processed the same way, one fixed-size budget at a time. The output
 // equals Alg. 29 exactly. first_budget (tests only) overrides the first budget, to exercise the
-// continuation. Dispatches to the AVX2 kernels when the active ISA allows.
+// continuation. Runs the active backend's sample_in_ball hooks (mldsa/backend.h).
 inline constexpr size_t SampleInBallBudget(int tau) {
   return tau <= 39 ? 80 : tau <= 49 ? 96 : 128;
 }
@@ -80,16 +81,10 @@ void SampleInBall(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau,
 // memory indices that depend on c_tilde. Same output as SampleInBall.
 void SampleInBallPublic(Poly& c, const uint8_t* c_tilde, size_t c_tilde_len, int tau);
 
-// SampleInBall's constant-time kernels (portable; the AVX2 ones are avx2::SampleInBallSteps /
-// SampleInBallExpand with the same contract). The state is a list of 64 slots, pos[t] and sgn[t]
-// (sign in {-1, +1}; 0 for an unused slot, whose position is meaningless), i (the next position,
-// 256 - tau .. 256; slot i - first is the next free one, first = 256 - tau) and signs (the unused
-// sign bits, next one lowest). Steps processes candidate bytes cand[0..n); Expand writes c from
-// slots [0, used) (positions of used slots are distinct).
-inline constexpr int kBallSlots = 64;
-void SampleInBallSteps(uint8_t pos[kBallSlots], int8_t sgn[kBallSlots], uint32_t& i, uint32_t first,
-                       uint64_t& signs, const uint8_t* cand, size_t n);
-void SampleInBallExpand(Poly& c, const uint8_t pos[kBallSlots], const int8_t sgn[kBallSlots],
-                        int used);
+// SampleInBall's constant-time kernels are the sample_in_ball_steps / sample_in_ball_expand hooks
+// of mldsa/backend.h (state: a list of kBallSlots slots, pos[t] and sgn[t] (sign in {-1, +1}; 0
+// for an unused slot, whose position is meaningless), i (the next position, 256 - tau .. 256; slot
+// i - first is the next free one, first = 256 - tau) and signs (the unused sign bits, next one
+// lowest)).
 
 }  // namespace pqcd::kernels::mldsa

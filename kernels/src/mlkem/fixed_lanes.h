@@ -26,9 +26,10 @@
 #include <cstring>
 #include <utility>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
+#include "mlkem/backend.h"
 #include "mlkem/poly.h"
-#include "mlkem/poly_backend.h"
 #include "pqcd/kernels/common.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/sha3.h"
@@ -339,8 +340,9 @@ struct PlanIo {
 
 class LaneRunner {
  public:
-  LaneRunner() : avx2_(UseAvx2Kernels()) {
-    // Defined bytes in the reading slack of the AVX2 kernels (transposes may overwrite them).
+  // The backend tables are taken once, for every step of every plan this runner executes.
+  LaneRunner() : kb_(keccak::ActiveBackend()), mb_(ActiveBackend()) {
+    // Defined bytes in the reading slack of the sampling hooks (transposes may overwrite them).
     for (auto& b : lane_buf_) std::memset(b + 128, 0, sizeof(b) - 128);
     for (auto& b : ntt_buf_) std::memset(b + 3 * kXofRate, 0, sizeof(b) - 3 * kXofRate);
     for (auto& b : cbd3_) std::memset(b + 192, 0, sizeof(b) - 192);
@@ -505,8 +507,7 @@ class LaneRunner {
       const uint8_t* in = ntt_buf_[J];
       CtPublic(in, 3 * kXofRate);
       Poly* out = io.matrix + t.slot;
-      int ctr = avx2_ ? avx2::RejectUniform(out->c, kN, in, 3 * kXofRate)
-                      : portable::RejectUniform(out->c, kN, in, 3 * kXofRate);
+      int ctr = mb_.reject_uniform(out->c, kN, in, 3 * kXofRate);
       if (ctr < kN) [[unlikely]] {
         if constexpr (Alone(P, S) == J) {
           Overflow(one_, 1, out, ctr);
@@ -517,7 +518,7 @@ class LaneRunner {
     } else if constexpr (op.kind == kPrf && op.blk + 1 == t.blocks) {
       if constexpr (t.y == 3) used_cbd3_ = true;
       const uint8_t* in = t.y == 3 ? cbd3_[J] : lane_buf_[J];
-      avx2_ ? avx2::Cbd(t.y, io.noise[t.x], in) : portable::Cbd(t.y, io.noise[t.x], in);
+      mb_.cbd(t.y, io.noise[t.x], in);
     } else if constexpr (op.kind == kHash && op.blk + 1 == t.blocks) {
       std::memcpy(io.hash_out[t.slot], lane_buf_[J], t.out_len);
     } else if constexpr (op.kind == kHold) {
@@ -532,11 +533,10 @@ class LaneRunner {
     for (int i = 0; i < 25; ++i) x[i] = st[i * stride];
     alignas(32) uint8_t buf[kXofRate + 8] = {};
     while (ctr < kN) {
-      KeccakF1600(x);
+      kb_.f1600(x);
       std::memcpy(buf, x, kXofRate);
       CtPublic(buf, kXofRate);
-      ctr += avx2_ ? avx2::RejectUniform(out->c + ctr, kN - ctr, buf, kXofRate)
-                   : portable::RejectUniform(out->c + ctr, kN - ctr, buf, kXofRate);
+      ctr += mb_.reject_uniform(out->c + ctr, kN - ctr, buf, kXofRate);
     }
   }
 
@@ -559,7 +559,7 @@ class LaneRunner {
       if constexpr (!InOne(P, S)) {
         for (int i = 0; i < 25; ++i) one_[i] = st_[i * kLanes + lone];
       }
-      KeccakF1600(one_);
+      kb_.f1600(one_);
       // Back to the lane unless the next step continues alone or the sponge is done.
       if constexpr (!Keep(P, S) && op.blk + 1 < P.tasks[op.task].blocks) {
         for (int i = 0; i < 25; ++i) st_[i * kLanes + lone] = one_[i];
@@ -577,29 +577,14 @@ class LaneRunner {
       rider_[3] = Load64(io.seed + 24);
       rider_[4] = uint64_t{t.x} | uint64_t{0x1f} << 8;
       rider_[(kPrfRate - 1) / 8] = uint64_t{0x80} << 56;
-      if (avx2_) {
-        KeccakF1600xNWithRider(st_, kLanes, rider_);
-      } else {
-        KeccakF1600(rider_);
-        for (int j = 0; j < kLanes; ++j) {
-          if (((active >> j) & 1) == 0) continue;
-          for (int i = 0; i < 25; ++i) one_[i] = st_[i * kLanes + j];
-          KeccakF1600(one_);
-          for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = one_[i];
-        }
-      }
+      // The lanes this step needs permuted (a vector backend permutes all four; the portable one
+      // only these) and the rider in one call.
+      kb_.f1600x4x1(st_, kLanes, active, rider_);
       std::memcpy(rider_buf_, rider_, 128);
-      std::memset(rider_buf_ + 128, 0, sizeof(rider_buf_) - 128);  // AVX2 reading slack
-      avx2_ ? avx2::Cbd(2, io.noise[t.x], rider_buf_) : portable::Cbd(2, io.noise[t.x], rider_buf_);
-    } else if (avx2_) {
-      KeccakF1600xN(st_, kLanes);
+      std::memset(rider_buf_ + 128, 0, sizeof(rider_buf_) - 128);  // the cbd hook's reading slack
+      mb_.cbd(2, io.noise[t.x], rider_buf_);
     } else {
-      for (int j = 0; j < kLanes; ++j) {
-        if (((active >> j) & 1) == 0) continue;
-        for (int i = 0; i < 25; ++i) one_[i] = st_[i * kLanes + j];
-        KeccakF1600(one_);
-        for (int i = 0; i < 25; ++i) st_[i * kLanes + j] = one_[i];
-      }
+      kb_.f1600x4(st_, kLanes, active);
     }
     constexpr size_t need[kLanes] = {SqueezeBytes<P, S, 0>(), SqueezeBytes<P, S, 1>(),
                                      SqueezeBytes<P, S, 2>(), SqueezeBytes<P, S, 3>()};
@@ -615,10 +600,10 @@ class LaneRunner {
       }();
       uint8_t* dst[kLanes] = {SqueezeDst<P, S, 0>(), SqueezeDst<P, S, 1>(), SqueezeDst<P, S, 2>(),
                               SqueezeDst<P, S, 3>()};
-      if (avx2_ && sum_words > 24) {
-        // Whole 4-word groups (the buffers leave room for the overshoot), as the readers'
-        // AVX2 slack reads expect defined bytes there.
-        KeccakExtractLanes4Avx2(st_, kLanes, (max_words + 3) / 4 * 4, dst);
+      if constexpr (sum_words > 24) {
+        // Whole 4-word groups (the buffers leave room for the overshoot), as the readers' slack
+        // reads expect defined bytes there.
+        kb_.extract_lanes4(st_, kLanes, (max_words + 3) / 4 * 4, dst);
       } else {
         for (int j = 0; j < kLanes; ++j) {
           const size_t words = (need[j] + 7) / 8;
@@ -645,7 +630,8 @@ class LaneRunner {
   alignas(64) uint64_t rider_[25];
   alignas(64) uint8_t rider_buf_[128 + 8];
   uint64_t saved_[kLanes][25];
-  bool avx2_;
+  const keccak::Backend& kb_;
+  const Backend& mb_;
   bool used_saved_ = false;
   bool used_cbd3_ = false;
   bool used_rider_ = false;

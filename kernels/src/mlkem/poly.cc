@@ -1,13 +1,13 @@
-// ML-KEM polynomial arithmetic: the portable kernels, the dispatch to the AVX2 kernels
-// (poly_backend.h). See poly.h for the contracts.
+// ML-KEM polynomial arithmetic: the portable kernels, the default hooks of every backend table
+// (mlkem/backend.h, which states the contracts). The poly.h functions forward to the active table
+// (mlkem/backend.cc).
 #include "mlkem/poly.h"
 
 #include <array>
 #include <cstring>
 
-#include "mlkem/poly_backend.h"
+#include "mlkem/backend.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/isa.h"
 
 namespace pqcd::kernels::mlkem {
 namespace {
@@ -367,89 +367,14 @@ void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w) {
   portable::PolyToMessage(m, v);
 }
 
-}  // namespace portable
-
-bool UseAvx2Kernels() {
-  return ActiveIsa() != Isa::kPortable;
-}
-
-// ---- Dispatch (one atomic load per call) -------------------------------------------------------
-
-void PolyNtt(Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyNtt(a) : portable::PolyNtt(a);
-}
-void PolyInvNttTimesR(Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyInvNttTimesR(a) : portable::PolyInvNttTimesR(a);
-}
-void PolyMulCacheCompute(PolyMulCache& cache, const Poly& b) {
-  UseAvx2Kernels() ? avx2::PolyMulCacheCompute(cache, b) : portable::PolyMulCacheCompute(cache, b);
-}
-void PolyBasemulAcc(Poly& out, const Poly* a, const Poly* b, const PolyMulCache* cache, int k) {
-  UseAvx2Kernels() ? avx2::PolyBasemulAcc(out, a, b, cache, k)
-                   : portable::PolyBasemulAcc(out, a, b, cache, k);
-}
-void PolyToMont(Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyToMont(a) : portable::PolyToMont(a);
-}
-void PolyAdd(Poly& r, const Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyAdd(r, a) : portable::PolyAdd(r, a);
-}
-void PolySub(Poly& r, const Poly& a) {
-  UseAvx2Kernels() ? avx2::PolySub(r, a) : portable::PolySub(r, a);
-}
-void PolyReduceCanonical(Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyReduceCanonical(a) : portable::PolyReduceCanonical(a);
-}
-void PolyEncode12(uint8_t out[kPolyBytes], const Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyEncode12(out, a) : portable::PolyEncode12(out, a);
-}
-void PolyDecode12(Poly& a, const uint8_t in[kPolyBytes]) {
-  UseAvx2Kernels() ? avx2::PolyDecode12(a, in) : portable::PolyDecode12(a, in);
-}
-bool DecodeEncapsKeyPoly(Poly& a, const uint8_t in[kPolyBytes]) {
-  return UseAvx2Kernels() ? avx2::DecodeEncapsKeyPoly(a, in) : portable::DecodeEncapsKeyPoly(a, in);
-}
-template <int D>
-void PolyCompressEncode(uint8_t* out, const Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyCompressEncode(D, out, a) : portable::PolyCompressEncode(D, out, a);
-}
-template <int D>
-void PolyDecodeDecompress(Poly& a, const uint8_t* in) {
-  UseAvx2Kernels() ? avx2::PolyDecodeDecompress(D, a, in)
-                   : portable::PolyDecodeDecompress(D, a, in);
-}
-template void PolyCompressEncode<4>(uint8_t*, const Poly&);
-template void PolyCompressEncode<5>(uint8_t*, const Poly&);
-template void PolyCompressEncode<10>(uint8_t*, const Poly&);
-template void PolyCompressEncode<11>(uint8_t*, const Poly&);
-template void PolyDecodeDecompress<4>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<5>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<10>(Poly&, const uint8_t*);
-template void PolyDecodeDecompress<11>(Poly&, const uint8_t*);
-void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]) {
-  UseAvx2Kernels() ? avx2::PolyFromMessage(a, m) : portable::PolyFromMessage(a, m);
-}
-void PolyToMessage(uint8_t m[kSymBytes], const Poly& a) {
-  UseAvx2Kernels() ? avx2::PolyToMessage(m, a) : portable::PolyToMessage(m, a);
-}
-template <int D>
-void PolyAddCompressEncode(uint8_t* out, Poly& a, const Poly& b, const uint8_t* m) {
-  UseAvx2Kernels() ? avx2::PolyAddCompressEncode(D, out, a, b, m)
-                   : portable::PolyAddCompressEncode(D, out, a, b, m);
-}
-template void PolyAddCompressEncode<4>(uint8_t*, Poly&, const Poly&, const uint8_t*);
-template void PolyAddCompressEncode<5>(uint8_t*, Poly&, const Poly&, const uint8_t*);
-template void PolyAddCompressEncode<10>(uint8_t*, Poly&, const Poly&, const uint8_t*);
-template void PolyAddCompressEncode<11>(uint8_t*, Poly&, const Poly&, const uint8_t*);
-void PolySubToMessage(uint8_t m[kSymBytes], Poly& v, const Poly& w) {
-  UseAvx2Kernels() ? avx2::PolySubToMessage(m, v, w) : portable::PolySubToMessage(m, v, w);
-}
 uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n) {
-  if (UseAvx2Kernels()) return avx2::CtDiffMask(a, b, n);
   return static_cast<uint8_t>(CtMaskNonZero(CtCompare(a, b, n)));
 }
+
 void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask) {
-  UseAvx2Kernels() ? avx2::CtSelect32(dst, src, mask) : CtSelect(dst, src, 32, mask);
+  CtSelect(dst, src, 32, mask);
 }
+
+}  // namespace portable
 
 }  // namespace pqcd::kernels::mlkem

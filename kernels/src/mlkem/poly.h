@@ -1,9 +1,11 @@
-// ML-KEM polynomial arithmetic (FIPS 203 §4), portable backend.
+// ML-KEM polynomial arithmetic (FIPS 203 §4).
 //
 // Internal module of pqcd_mlkem: everything the ML-KEM algorithms do on polynomials goes through
-// these functions, so that SIMD backends can replace them one by one. Each function documents the
-// contract a replacement must meet: the bounds it may assume on its inputs and the bounds (and
-// exact values, where the result feeds the wire format) it must produce.
+// these functions, which forward to the active backend table (mlkem/backend.h: one hook per
+// function, with the contract a replacement must meet, the portable kernels as defaults; the
+// forwarding is in mlkem/backend.cc). Each function here documents the same contract: the bounds
+// it may assume on its inputs and the bounds (and exact values, where the result feeds the wire
+// format) it must produce.
 //
 // Representation: a polynomial is 256 signed 16-bit coefficients, 64-byte aligned. Coefficients
 // are representatives mod q = 3329; "canonical" means in [0, q). R = 2^16 is the Montgomery
@@ -107,6 +109,6 @@ uint8_t CtDiffMask(const uint8_t* a, const uint8_t* b, size_t n);
 void CtSelect32(uint8_t dst[32], const uint8_t src[32], uint8_t mask);
 
 // Sampling (SampleNTT, SamplePolyCBD) runs inside the fixed lane plans (mlkem/fixed_lanes.h) on the
-// rejection and CBD kernels of mlkem/poly_backend.h.
+// reject_uniform and cbd hooks of mlkem/backend.h.
 
 }  // namespace pqcd::kernels::mlkem

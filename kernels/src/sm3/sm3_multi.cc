@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sm3.h"
+#include "sm3/backend.h"
 
 namespace pqcd::kernels {
 namespace {
@@ -91,12 +91,19 @@ void RunLanes(std::span<const Bytes> msgs, std::span<const MutBytes> outs,
 
 }  // namespace
 
+void sm3::portable::CompressLanes1(uint32_t* v, const uint8_t* const* blocks) {
+  Sm3CompressPortable(v, blocks[0], 1);
+}
+
 void Sm3DigestBatch(std::span<const Bytes> msgs, std::span<const MutBytes> outs) {
-  const Isa isa = msgs.size() >= 2 ? ActiveIsa() : Isa::kPortable;
-  if (isa == Isa::kAvx512) {
-    RunLanes<16>(msgs, outs, &Sm3CompressX16Avx512);
-  } else if (isa == Isa::kAvx2) {
-    RunLanes<8>(msgs, outs, &Sm3CompressX8Avx2);
+  const sm3::Backend& be = sm3::ActiveBackend();
+  const size_t lanes = msgs.size() >= 2 ? be.lanes : 1;
+  if (lanes == 16) {
+    RunLanes<16>(msgs, outs, be.compress_lanes);
+  } else if (lanes == 8) {
+    RunLanes<8>(msgs, outs, be.compress_lanes);
+  } else if (lanes == 4) {
+    RunLanes<4>(msgs, outs, be.compress_lanes);
   } else {
     for (size_t i = 0; i < msgs.size(); ++i) {
       Sm3Digest(msgs[i], std::span<uint8_t, Sm3::kDigestBytes>(outs[i].data(), Sm3::kDigestBytes));

@@ -1,12 +1,15 @@
 // Instruction-set backends and their run-time selection.
 //
-// The backend is chosen once, at first use, from CPUID and XGETBV (the OS must save YMM/ZMM state)
-// and a known-answer check of each SIMD backend against the portable code:
+// The backend is chosen once, at first use, from CPUID and XGETBV on x86-64 (the OS must save
+// YMM/ZMM state; other architectures have only the portable backend for now) and a known-answer
+// check of each SIMD backend against the portable code:
 // the best supported one, unless the environment variable PQCD_ISA=portable|avx2|avx512 asks for
 // another. Tests and benchmarks may switch with SetActiveIsa(); asking for an ISA the CPU lacks is
 // an error, never an illegal instruction.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -14,7 +17,11 @@
 
 namespace pqcd::kernels {
 
+// Every value exists on every architecture; the ones a build has no backend for (avx2 and avx512
+// off x86-64) are simply never supported. The SIMD backends of each architecture and what they
+// provide are listed in kernels/src/arch/backends.h.
 enum class Isa : uint8_t { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+inline constexpr size_t kIsaCount = 3;  // number of Isa values (tables indexed by Isa)
 
 std::string_view IsaName(Isa isa);
 absl::StatusOr<Isa> ParseIsa(std::string_view name);

@@ -1,6 +1,7 @@
 // Keccak-f[1600] on 8 independent states in ZMM registers (AVX-512F), and on 4 states in YMM
-// registers with AVX-512VL rotates. Built with AVX-512 flags; called only when the dispatcher has
-// seen AVX-512 F/BW/VL/DQ and OS support for ZMM and opmask state.
+// registers with AVX-512VL rotates. Built with AVX-512 flags; reached only through the avx512
+// Keccak table (backend.cc here), used only once CPUID has shown AVX-512 F/BW/VL/DQ and OS support
+// for ZMM and opmask state.
 //
 // Each of the 25 lanes is one register. ρ and π are register renaming, rotations are vprolq, θ's
 // five-way XOR and χ are vpternlogq (0x96 = a^b^c, 0xd2 = a ^ (~b & c)).
@@ -8,6 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "arch/x86_64/avx2/keccak/keccak_avx2.h"
+#include "arch/x86_64/avx512/keccak/keccak_avx512.h"
 
 // GCC 12 reports _mm512_undefined_epi32() inside _mm512_rol_epi64 as uninitialized (a false
 // positive in its own header).
@@ -167,8 +171,12 @@ __attribute__((always_inline)) inline void Permute(uint64_t* st, size_t stride) 
 void KeccakF1600x8Avx512(uint64_t* st) {
   Permute<Zmm>(st, 8);
 }
-void KeccakF1600x4Avx512(uint64_t* st, size_t stride) {
+void KeccakF1600x4Avx512(uint64_t* st, size_t stride, unsigned /*live*/) {
   Permute<Ymm>(st, stride);
+}
+void KeccakF1600x4x1Avx512(uint64_t* st, size_t stride, unsigned live, uint64_t st1[25]) {
+  KeccakF1600x4Avx512(st, stride, live);
+  KeccakF1600Bmi(st1);
 }
 
 }  // namespace pqcd::kernels

@@ -1,9 +1,10 @@
-// AVX2 ML-DSA polynomial kernels (kernels/src/mldsa/avx2/poly_avx2.cc, built with -mavx2 only).
+// AVX2 ML-DSA polynomial kernels (poly_avx2.cc, pack_avx2.cc, sample_avx2.cc here, built with the
+// avx2 flags only).
 //
-// Plain function declarations, safe to include from baseline files: the baseline dispatch code in
-// poly.cc / sample.cc calls these only when ActiveIsa() is kAvx2 or kAvx512. Every function meets
-// the contract of its portable namesake in mldsa/poly.h and returns byte-identical results (same
-// Montgomery representatives, same coefficient order); tests/kernels/test_mldsa_avx2.cc checks it.
+// Plain function declarations. They are reached only through the avx2 ML-DSA table (backend.cc
+// here), which the avx2 and avx512 backends use. Every function meets the contract of its hook in
+// mldsa/backend.h and returns byte-identical results (same Montgomery representatives, same
+// coefficient order); tests/kernels/test_mldsa_avx2.cc checks it.
 //
 // Internal header of pqcd_mldsa; not part of the public API.
 #pragma once
@@ -74,7 +75,7 @@ int RejectEta2(int32_t* a, int count, const uint8_t* buf, size_t len);
 int RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len);
 
 // SampleInBall's constant-time kernels (sample_avx2.cc; candidates and state are secret): same
-// contract and result as the portable mldsa::SampleInBallSteps / SampleInBallExpand (sample.h).
+// contract and result as the portable hooks (mldsa/backend.h, sample_in_ball_steps/expand).
 // The 64-slot list lives in 2 + 2 registers of 32 int8 lanes; every step is compares and blends.
 void SampleInBallSteps(uint8_t* pos, int8_t* sgn, uint32_t& i, uint32_t first, uint64_t& signs,
                        const uint8_t* cand, size_t n);

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "arch/x86_64/avx2/mldsa/mldsa_avx2.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mldsa::avx2 {
@@ -131,7 +131,7 @@ PQCD_AI void PackPoly(uint8_t* out, const Poly& a, Map map) {
   PackGroups<Bits>(out, [&](int g) { return map(Load(a.coeffs + 8 * g)); });
 }
 
-#include "mldsa/avx2/decompose_avx2.inc"
+#include "arch/x86_64/avx2/mldsa/decompose_avx2.inc"
 
 // UseHint (Alg. 40) of 8 coefficients r in [0, q) with hints h in {0, 1} (as poly.cc).
 template <int32_t Gamma2>

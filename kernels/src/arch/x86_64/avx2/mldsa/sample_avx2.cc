@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "arch/x86_64/avx2/mldsa/mldsa_avx2.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mldsa::avx2 {

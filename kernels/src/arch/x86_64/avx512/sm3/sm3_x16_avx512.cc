@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arch/x86_64/avx512/sm3/sm3_avx512.h"
+
 // GCC 12 reports _mm512_undefined_epi32() inside _mm512_rol_epi32 as uninitialized (a false
 // positive in its own header).
 #pragma GCC diagnostic ignored "-Wuninitialized"

@@ -15,7 +15,7 @@
 #include <array>
 #include <cstdint>
 
-#include "mldsa/avx2/mldsa_avx2.h"
+#include "arch/x86_64/avx2/mldsa/mldsa_avx2.h"
 
 namespace pqcd::kernels::mldsa::avx2 {
 namespace {
@@ -134,10 +134,6 @@ PQCD_AI __m256i Reduce64(__m256i pe, __m256i po) {
   return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
 }
 
-PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zq) {
-  return MulMont(a, z, Odd(z), zq);
-}
-
 // A broadcast twiddle: value and value * q^-1 (Odd() of a broadcast is itself).
 struct Tw {
   __m256i z, zq;
@@ -215,7 +211,7 @@ PQCD_AI __m256i TableVec(const int32_t (&row)[8]) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(row));
 }
 
-#include "mldsa/avx2/decompose_avx2.inc"
+#include "arch/x86_64/avx2/mldsa/decompose_avx2.inc"
 
 template <int32_t Gamma2>
 PQCD_AI void DecomposeT(Poly& r1, Poly& r0, const Poly& r) {

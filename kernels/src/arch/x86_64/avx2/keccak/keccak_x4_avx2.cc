@@ -1,6 +1,7 @@
 // Keccak-f[1600] on 4 independent states in YMM registers (AVX2), and the same fused with a fifth,
 // single-state permutation in general-purpose registers. Built with the avx2 object library's
-// flags (AVX2, BMI1/2); called only when the dispatcher has seen AVX2 and OS support for YMM state.
+// flags (AVX2, BMI1/2); reached only through the avx2 and avx512 Keccak tables (backend.cc), which
+// are used only once CPUID has shown AVX2 and OS support for YMM state.
 //
 // Each of the 25 lanes of the 4 states is one __m256i. ρ and π are register renaming, χ uses
 // andnot, rotations by 8 and 56 use a byte shuffle (one uop instead of shift+shift+or). A round is
@@ -15,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "arch/x86_64/avx2/keccak/keccak_avx2.h"
 
 namespace pqcd::kernels {
 namespace {
@@ -148,7 +151,7 @@ __attribute__((always_inline)) inline __m256i Chi(__m256i a, __m256i b, __m256i 
 
 }  // namespace
 
-void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, uint64_t st1[25]) {
+void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, unsigned /*live*/, uint64_t st1[25]) {
   PQCD_X4_LOAD(st, stride);
   uint64_t tmp[25];
   for (int round = 0; round < 24; round += 2) {
@@ -163,13 +166,18 @@ void KeccakF1600x4x1Avx2(uint64_t* st, size_t stride, uint64_t st1[25]) {
 
 // Plane-at-a-time with the lanes in named variables (the compiler keeps 16 in registers and spills
 // the rest): measured 7% faster than computing all 25 ρ∘π values of a round before χ.
-void KeccakF1600x4Avx2(uint64_t* st, size_t stride) {
+void KeccakF1600x4Avx2(uint64_t* st, size_t stride, unsigned /*live*/) {
   PQCD_X4_LOAD(st, stride);
   for (int round = 0; round < 24; round += 2) {
     PQCD_X4_ROUND(a, e, kRc[round]);
     PQCD_X4_ROUND(e, a, kRc[round + 1]);
   }
   PQCD_X4_STORE(st, stride);
+}
+
+void KeccakF1600x8ViaX4Avx2(uint64_t* st) {
+  KeccakF1600x4Avx2(st, 8, keccak::kAllLanes);
+  KeccakF1600x4Avx2(st + 4, 8, keccak::kAllLanes);
 }
 
 // Squeeze helper: words [0, words) of the 4 states in columns 0..3 (stride columns apart) to

@@ -1,6 +1,6 @@
-// ML-KEM polynomial kernels, AVX2 (compiled with -mavx2 -mbmi2 -mpopcnt only; see
-// mlkem/poly_backend.h). Standard coefficient order throughout; every kernel performs the same
-// reductions as its portable counterpart in poly.cc, so results are bit-identical:
+// ML-KEM polynomial kernels, AVX2 (compiled with the avx2 flags only; the hooks of the avx2 table,
+// mlkem/backend.h). Standard coefficient order throughout; every kernel performs the same
+// reductions as its portable counterpart in mlkem/poly.cc, so results are bit-identical:
 //  * Montgomery multiplication a·b·R^-1: hi16(a·b) - hi16(lo16(a·(b·q^-1))·q) (vpmulhw/vpmullw);
 //    equals the portable (a·b - t·q) >> 16 exactly since both products agree in their low 16 bits.
 //  * Barrett: t = ((a·20159) >> 16 + 2^9) >> 10 (vpmulhw, vpmulhrsw by 2^5) equals the portable
@@ -17,7 +17,7 @@
 #include <array>
 #include <cstring>
 
-#include "mlkem/poly_backend.h"
+#include "arch/x86_64/avx2/mlkem/poly_avx2.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mlkem::avx2 {

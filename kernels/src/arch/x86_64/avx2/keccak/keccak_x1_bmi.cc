@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arch/x86_64/avx2/keccak/keccak_avx2.h"
+
 namespace pqcd::kernels {
 
 #define PQCD_KECCAK_F1600_NAME KeccakF1600Bmi

@@ -1,10 +1,13 @@
 // SM3 compression on 8 independent lanes in YMM registers (AVX2), GB/T 32905-2016 §5.3.
-// Built with -mavx2; called only after the dispatcher has seen AVX2 and OS YMM support.
+// Built with the avx2 flags; reached only through the avx2 SM3 table (backend.cc here), used only
+// once CPUID has shown AVX2 and OS YMM support.
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "arch/x86_64/avx2/sm3/sm3_avx2.h"
 
 namespace pqcd::kernels {
 namespace {

@@ -1,0 +1,97 @@
+// The SIMD backends of this build's architecture: one row per backend, naming the table it gives
+// each algorithm family. This is the only place that ties an ISA to backend code.
+//
+// A family's table (keccak/backend.h, sm3/backend.h, mlkem/backend.h, mldsa/backend.h) is a struct
+// of hooks whose defaults are the portable kernels; a backend table sets only the hooks it
+// implements. An empty entry in a row means "this family runs its portable code on that backend".
+// Each family picks its column at compile time (TablesByIsa below, in <family>/backend.cc), so a
+// library references only its own family's tables.
+//
+// The code and the tables of a backend live in arch/<architecture>/<isa>/<family>/ (the tables in
+// backend.cc there, compiled with the backend's flags); kernels/CMakeLists.txt builds that folder
+// only for its architecture (PQCD_ARCH_ISAS). To add a backend: its folder, its tables declared
+// and listed in a row below, and its Isa value (pqcd/kernels/isa.h, isa.cc); see docs/backends.md.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "keccak/backend.h"
+#include "mldsa/backend.h"
+#include "mlkem/backend.h"
+#include "pqcd/kernels/isa.h"
+#include "sm3/backend.h"
+
+namespace pqcd::kernels {
+
+#if defined(__x86_64__)
+// arch/x86_64/avx2/<family>/backend.cc
+namespace keccak {
+extern const Backend kAvx2;
+}
+namespace sm3 {
+extern const Backend kAvx2;
+}
+namespace mlkem {
+extern const Backend kAvx2;
+}
+namespace mldsa {
+extern const Backend kAvx2;
+}
+// arch/x86_64/avx512/<family>/backend.cc
+namespace keccak {
+extern const Backend kAvx512;
+}
+namespace sm3 {
+extern const Backend kAvx512;
+}
+#endif
+
+// One family's entry in a row: the backend's table, or (default) none, meaning portable. A flag
+// rather than a null test on the address: GCC does not fold `&extern_table != nullptr` in a
+// constant expression under -fsanitize=undefined.
+template <class Table>
+struct Column {
+  const Table* table = nullptr;
+  bool provided = false;
+};
+template <class Table>
+constexpr Column<Table> Use(const Table& table) {
+  return {&table, true};
+}
+
+struct ArchBackend {
+  Isa isa;
+  Column<keccak::Backend> keccak;
+  Column<sm3::Backend> sm3;
+  Column<mlkem::Backend> mlkem;
+  Column<mldsa::Backend> mldsa;
+};
+
+inline constexpr ArchBackend kArchBackends[] = {
+    {Isa::kPortable, {}, {}, {}, {}},
+#if defined(__x86_64__)
+    // AVX2 + BMI1/BMI2 (+ OS-enabled YMM state).
+    {Isa::kAvx2, Use(keccak::kAvx2), Use(sm3::kAvx2), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
+    // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates) and SM3 (x16); ML-KEM and
+    // ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels).
+    {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
+#endif
+    // aarch64: NEON (a later issue) goes here, with its tables under arch/aarch64/neon/.
+};
+
+// One family's tables indexed by Isa: the row's table where a row names one, else `portable`.
+// Evaluated at compile time (the result initializes a constinit array in <family>/backend.cc).
+template <class Table>
+consteval std::array<const Table*, kIsaCount> TablesByIsa(Column<Table> ArchBackend::*column,
+                                                          const Table* portable) {
+  std::array<const Table*, kIsaCount> tables{};
+  for (const Table*& t : tables) t = portable;
+  for (const ArchBackend& row : kArchBackends) {
+    if (static_cast<size_t>(row.isa) >= kIsaCount) throw "Isa out of range: update kIsaCount";
+    if ((row.*column).provided) tables[static_cast<size_t>(row.isa)] = (row.*column).table;
+  }
+  return tables;
+}
+
+}  // namespace pqcd::kernels

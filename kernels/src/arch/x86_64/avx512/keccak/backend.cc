@@ -1,0 +1,19 @@
+// The Keccak table of the avx512 backend (keccak/backend.h; listed in arch/backends.h). The single
+// state and the squeeze transpose are the AVX2 kernels (every AVX-512 CPU has AVX2 and BMI).
+#include "keccak/backend.h"
+#include "arch/x86_64/avx2/keccak/keccak_avx2.h"
+#include "arch/x86_64/avx512/keccak/keccak_avx512.h"
+
+namespace pqcd::kernels::keccak {
+
+extern const Backend kAvx512;
+constinit const Backend kAvx512{
+    .lanes = 8,
+    .f1600 = &KeccakF1600Bmi,
+    .f1600x4 = &KeccakF1600x4Avx512,
+    .f1600x4x1 = &KeccakF1600x4x1Avx512,
+    .f1600x8 = &KeccakF1600x8Avx512,
+    .extract_lanes4 = &KeccakExtractLanes4Avx2,
+};
+
+}  // namespace pqcd::kernels::keccak
