@@ -18,6 +18,7 @@
 #include "pqcd/engine/node_queue.h"
 #include "pqcd/kernels/hash.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 #ifdef PQCD_ENGINE_BENCH_PQC
 #include "pqcd/engine/pqc_executor.h"
 #include "pqcd/kernels/mlkem.h"
@@ -117,7 +118,7 @@ void RunThroughEngine(benchmark::State& state, Engine& engine, Pool& pool) {
 void BM_EngineNull(benchmark::State& state) {
   auto engine = MakeEngine(1, static_cast<int>(state.range(0)));
   Pool pool(4096);
-  for (Job& j : pool.jobs) j.op = Operation::kNull;
+  for (Job& j : pool.jobs) j.Set<pqcd::engine::NullItem>(pqcd::kernels::AlgorithmId::kSha3_256);
   RunThroughEngine(state, *engine, pool);
 }
 BENCHMARK(BM_EngineNull)->Arg(1)->Arg(8)->Arg(32)->UseRealTime();
@@ -152,9 +153,8 @@ void BM_EngineSha3_256_64B(benchmark::State& state) {
   std::vector<std::array<uint8_t, 32>> out(pool.jobs.size());
   for (size_t i = 0; i < pool.jobs.size(); ++i) {
     in[i][0] = static_cast<uint8_t>(i);
-    pool.jobs[i].SetHash(HashAlgorithm::kSha3_256);
-    pool.jobs[i].message = in[i];
-    pool.jobs[i].output = out[i];
+    pool.jobs[i].Set<pqcd::engine::HashItem>(pqcd::kernels::AlgorithmId::kSha3_256) = {
+        in[i], out[i], {}};
   }
   RunThroughEngine(state, *engine, pool);
 }
@@ -163,27 +163,27 @@ BENCHMARK(BM_EngineSha3_256_64B)->DenseRange(1, 4)->UseRealTime();
 
 #ifdef PQCD_ENGINE_BENCH_PQC
 // ---- ML-KEM-768 encaps ------------------------------------------------------------------------
-using pqcd::kernels::KemAlgorithm;
+constexpr pqcd::kernels::AlgorithmId kMlKem768 = pqcd::kernels::AlgorithmId::kMlKem768;
+const pqcd::kernels::AlgorithmFacts& kKemFacts = pqcd::kernels::Facts(kMlKem768);
+const pqcd::kernels::KemFunctions& kKem = *pqcd::kernels::Describe(kMlKem768).kem;
 
 struct KemKeys {
   std::vector<uint8_t> ek, dk;
   KemKeys() {
-    const auto& info = pqcd::kernels::GetKemInfo(KemAlgorithm::kMlKem768);
-    ek.resize(info.ek_bytes);
-    dk.resize(info.dk_bytes);
+    ek.resize(kKemFacts.public_key_bytes);
+    dk.resize(kKemFacts.private_key_bytes);
     pqcd::kernels::KemKeyGenItem it;
     it.ek = ek;
     it.dk = dk;
-    info.keygen_batch(std::span<pqcd::kernels::KemKeyGenItem>(&it, 1), pqcd::kernels::OsRandom());
+    kKem.keygen_batch(std::span<pqcd::kernels::KemKeyGenItem>(&it, 1), pqcd::kernels::OsRandom());
   }
 };
 
 void BM_DirectMlKem768Encaps(benchmark::State& state) {
   PinSelf(Cpus().size() > 1 ? Cpus()[1] : Cpus()[0]);
-  const auto& info = pqcd::kernels::GetKemInfo(KemAlgorithm::kMlKem768);
   KemKeys keys;
   constexpr size_t kBatch = 32;
-  std::vector<std::vector<uint8_t>> ct(kBatch, std::vector<uint8_t>(info.ct_bytes));
+  std::vector<std::vector<uint8_t>> ct(kBatch, std::vector<uint8_t>(kKemFacts.ciphertext_bytes));
   std::vector<std::array<uint8_t, 32>> ss(kBatch);
   std::vector<pqcd::kernels::KemEncapsItem> items(kBatch);
   for (auto _ : state) {
@@ -192,7 +192,7 @@ void BM_DirectMlKem768Encaps(benchmark::State& state) {
       items[i].ct = ct[i];
       items[i].ss = ss[i];
     }
-    info.encaps_batch(items, pqcd::kernels::OsRandom());
+    kKem.encaps_batch(items, pqcd::kernels::OsRandom());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch));
   UnpinSelf();
@@ -200,17 +200,14 @@ void BM_DirectMlKem768Encaps(benchmark::State& state) {
 BENCHMARK(BM_DirectMlKem768Encaps)->UseRealTime();
 
 void BM_EngineMlKem768Encaps(benchmark::State& state) {
-  const auto& info = pqcd::kernels::GetKemInfo(KemAlgorithm::kMlKem768);
   KemKeys keys;
   auto engine = MakeEngine(static_cast<int>(state.range(0)), 32, /*pqc=*/true);
   Pool pool(1024);
-  std::vector<std::vector<uint8_t>> ct(pool.jobs.size(), std::vector<uint8_t>(info.ct_bytes));
+  std::vector<std::vector<uint8_t>> ct(pool.jobs.size(),
+                                       std::vector<uint8_t>(kKemFacts.ciphertext_bytes));
   std::vector<std::array<uint8_t, 32>> ss(pool.jobs.size());
   for (size_t i = 0; i < pool.jobs.size(); ++i) {
-    pool.jobs[i].SetKem(Operation::kKemEncaps, KemAlgorithm::kMlKem768);
-    pool.jobs[i].key = keys.ek;
-    pool.jobs[i].output = ct[i];
-    pool.jobs[i].shared_secret = ss[i];
+    pool.jobs[i].Set<pqcd::kernels::KemEncapsItem>(kMlKem768) = {keys.ek, {}, ct[i], ss[i], {}};
   }
   RunThroughEngine(state, *engine, pool);
 }

@@ -169,37 +169,9 @@ ker::MutBytes M(std::string& s) {
   return {reinterpret_cast<uint8_t*>(s.data()), s.size()};
 }
 
-std::optional<ker::HashAlgorithm> KernelHash(Algorithm a) {
-  switch (a) {
-    case Algorithm::kSha3_224:
-      return ker::HashAlgorithm::kSha3_224;
-    case Algorithm::kSha3_256:
-      return ker::HashAlgorithm::kSha3_256;
-    case Algorithm::kSha3_384:
-      return ker::HashAlgorithm::kSha3_384;
-    case Algorithm::kSha3_512:
-      return ker::HashAlgorithm::kSha3_512;
-    case Algorithm::kShake128:
-      return ker::HashAlgorithm::kShake128;
-    case Algorithm::kShake256:
-      return ker::HashAlgorithm::kShake256;
-    case Algorithm::kSm3:
-      return ker::HashAlgorithm::kSm3;
-    case Algorithm::kSha224:
-      return ker::HashAlgorithm::kSha2_224;
-    case Algorithm::kSha256:
-      return ker::HashAlgorithm::kSha2_256;
-    case Algorithm::kSha384:
-      return ker::HashAlgorithm::kSha2_384;
-    case Algorithm::kSha512:
-      return ker::HashAlgorithm::kSha2_512;
-    case Algorithm::kSha512_224:
-      return ker::HashAlgorithm::kSha2_512_224;
-    case Algorithm::kSha512_256:
-      return ker::HashAlgorithm::kSha2_512_256;
-    default:
-      return std::nullopt;
-  }
+// The registry row of a client algorithm (the client's numbers are the API's).
+const ker::AlgorithmFacts& KernelFacts(Algorithm a) {
+  return *ker::FindByApiValue(static_cast<int>(a));
 }
 
 // One engine job with owned inputs and outputs.
@@ -276,81 +248,50 @@ class EngineBackend final : public Backend {
   }
 
  private:
+  // The engine call of one operation: its payload is the kernels' batch item (HashItem for hashes)
+  // over buffers in c.
   static absl::Status Prepare(EngineCall& c) {
     eng::Job& j = c.job;
     return std::visit(
         [&](auto& o) -> absl::Status {
           using T = std::decay_t<decltype(o)>;
-          const int a = static_cast<int>(o.algorithm);
+          const ker::AlgorithmFacts& f = KernelFacts(o.algorithm);
           if constexpr (std::is_same_v<T, HashOp>) {
-            auto h = KernelHash(o.algorithm);
-            if (!h) return absl::InvalidArgumentError("not a hash");
-            j.SetHash(*h);
-            size_t n = ker::HashDigestBytes(*h);
-            if (IsXof(o.algorithm)) {
-              n = o.output_length ? o.output_length
-                                  : (o.algorithm == Algorithm::kShake128 ? 32 : 64);
-              j.options.xof_bytes = n;
-            }
-            c.a.resize(n);
-            j.message = B(o.data);
-            j.output = M(c.a);
-            return absl::OkStatus();
+            c.a.resize(f.xof && o.output_length ? o.output_length : f.digest_bytes);
+            j.Set<eng::HashItem>(f.id) = {B(o.data), M(c.a), {}};
           } else if constexpr (std::is_same_v<T, KeyGenOp>) {
-            if (IsKem(o.algorithm)) {
-              const auto& info = ker::GetKemInfo(static_cast<ker::KemAlgorithm>(a - 1));
-              j.SetKem(eng::Operation::kKemKeyGen, info.algorithm);
-              c.a.resize(info.ek_bytes);
-              c.b.resize(info.dk_bytes);
-              c.c.resize(info.seed_bytes);
+            c.a.resize(f.public_key_bytes);
+            c.b.resize(f.private_key_bytes);
+            c.c.resize(f.seed_bytes);
+            const ker::MutBytes seed_out = o.seed.empty() ? M(c.c) : ker::MutBytes();
+            if (f.family == ker::Family::kKem) {
+              j.Set<ker::KemKeyGenItem>(f.id) = {B(o.seed), M(c.a), M(c.b), seed_out, {}};
             } else {
-              const auto& info = ker::GetDsaInfo(static_cast<ker::DsaAlgorithm>(a - 10));
-              j.SetDsa(eng::Operation::kDsaKeyGen, info.algorithm);
-              c.a.resize(info.pk_bytes);
-              c.b.resize(info.sk_bytes);
-              c.c.resize(info.seed_bytes);
+              j.Set<ker::DsaKeyGenItem>(f.id) = {B(o.seed), M(c.a), M(c.b), seed_out, {}};
             }
-            j.seed = B(o.seed);
-            j.public_key = M(c.a);
-            j.private_key = M(c.b);
-            if (o.seed.empty()) j.seed_out = M(c.c);
-            return absl::OkStatus();
           } else if constexpr (std::is_same_v<T, EncapsOp>) {
-            const auto& info = ker::GetKemInfo(static_cast<ker::KemAlgorithm>(a - 1));
-            j.SetKem(eng::Operation::kKemEncaps, info.algorithm);
-            c.a.resize(info.ct_bytes);
-            c.b.resize(32);
-            j.key = B(o.key.bytes);
-            j.output = M(c.a);
-            j.shared_secret = M(c.b);
-            return absl::OkStatus();
+            c.a.resize(f.ciphertext_bytes);
+            c.b.resize(f.secret_bytes);
+            j.Set<ker::KemEncapsItem>(f.id) = {B(o.key.bytes), {}, M(c.a), M(c.b), {}};
           } else if constexpr (std::is_same_v<T, DecapsOp>) {
-            const auto& info = ker::GetKemInfo(static_cast<ker::KemAlgorithm>(a - 1));
-            j.SetKem(eng::Operation::kKemDecaps, info.algorithm);
-            c.a.resize(32);
-            j.key = B(o.key.bytes);
-            j.ciphertext = B(o.ciphertext);
-            j.shared_secret = M(c.a);
-            return absl::OkStatus();
+            c.a.resize(f.secret_bytes);
+            j.Set<ker::KemDecapsItem>(f.id) = {B(o.key.bytes), B(o.ciphertext), M(c.a), {}};
           } else if constexpr (std::is_same_v<T, SignOp>) {
-            const auto& info = ker::GetDsaInfo(static_cast<ker::DsaAlgorithm>(a - 10));
-            j.SetDsa(eng::Operation::kDsaSign, info.algorithm);
-            c.a.resize(info.sig_bytes);
-            j.key = B(o.key.bytes);
-            j.message = B(o.message);
-            j.options.context = B(o.context);
-            j.options.deterministic = o.deterministic;
-            j.output = M(c.a);
-            return absl::OkStatus();
+            c.a.resize(f.signature_bytes);
+            auto& item = j.Set<ker::DsaSignItem>(f.id);
+            item.sk = B(o.key.bytes);
+            item.message = B(o.message);
+            item.options.context = B(o.context);
+            item.options.deterministic = o.deterministic;
+            item.sig = M(c.a);
           } else {
-            const auto& info = ker::GetDsaInfo(static_cast<ker::DsaAlgorithm>(a - 10));
-            j.SetDsa(eng::Operation::kDsaVerify, info.algorithm);
-            j.key = B(o.key.bytes);
-            j.message = B(o.message);
-            j.ciphertext = B(o.signature);
-            j.options.context = B(o.context);
-            return absl::OkStatus();
+            auto& item = j.Set<ker::DsaVerifyItem>(f.id);
+            item.pk = B(o.key.bytes);
+            item.message = B(o.message);
+            item.sig = B(o.signature);
+            item.options.context = B(o.context);
           }
+          return absl::OkStatus();
         },
         c.op);
   }
@@ -359,7 +300,6 @@ class EngineBackend final : public Backend {
         [&](auto& o) -> absl::StatusOr<Result> {
           using T = std::decay_t<decltype(o)>;
           if constexpr (std::is_same_v<T, HashOp>) {
-            c.a.resize(c.job.output_bytes ? c.job.output_bytes : c.a.size());
             return Result(HashResult{std::move(c.a)});
           } else if constexpr (std::is_same_v<T, KeyGenOp>) {
             KeyPair kp;
@@ -373,10 +313,9 @@ class EngineBackend final : public Backend {
           } else if constexpr (std::is_same_v<T, DecapsOp>) {
             return Result(DecapsResult{std::move(c.a)});
           } else if constexpr (std::is_same_v<T, SignOp>) {
-            if (c.job.output_bytes) c.a.resize(c.job.output_bytes);
             return Result(SignResult{std::move(c.a), 0});
           } else {
-            return Result(VerifyResult{c.job.verified});
+            return Result(VerifyResult{c.job.item<ker::DsaVerifyItem>().valid});
           }
         },
         c.op);

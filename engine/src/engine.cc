@@ -326,7 +326,7 @@ EngineStats Engine::GetStats() const {
     st.jobs_unavailable += ns.rejected_unavailable;
     st.nodes.push_back(ns);
   }
-  std::vector<OpStats> ops(kNumOperations * kMaxAlgorithms);
+  std::vector<OpStats> ops(kNumOperations * kernels::kNumAlgorithms);
   std::vector<const Worker*> all;
   for (const auto& w : workers_) all.push_back(w.get());
   for (const auto& w : inline_runners_) all.push_back(w.get());
@@ -354,11 +354,11 @@ EngineStats Engine::GetStats() const {
     st.jobs_unavailable += c.unavailable.load(R);
     for (int b = 0; b < kBatchBuckets; ++b) st.batch_size_hist[b] += c.batch_hist[b].load(R);
     for (int op = 0; op < kNumOperations; ++op) {
-      for (int alg = 0; alg < kMaxAlgorithms; ++alg) {
+      for (size_t alg = 0; alg < kernels::kNumAlgorithms; ++alg) {
         const OpCounters& oc = c.ops[op][alg];
-        OpStats& o = ops[static_cast<size_t>(op * kMaxAlgorithms + alg)];
+        OpStats& o = ops[static_cast<size_t>(op) * kernels::kNumAlgorithms + alg];
         o.op = static_cast<Operation>(op);
-        o.algorithm = static_cast<uint8_t>(alg);
+        o.algorithm = static_cast<kernels::AlgorithmId>(alg);
         o.jobs += oc.jobs.load(R);
         o.errors += oc.errors.load(R);
         o.expired += oc.expired.load(R);

@@ -48,7 +48,7 @@ struct WorkerCounters {
   alignas(kCacheLine) std::atomic<uint64_t> jobs, batches, stolen, busy_ns, parks;
   std::atomic<uint64_t> done_ok, failed, expired, cancelled, unavailable;
   std::atomic<uint64_t> batch_hist[kBatchBuckets];
-  OpCounters ops[kNumOperations][kMaxAlgorithms];
+  OpCounters ops[kNumOperations][kernels::kNumAlgorithms];
 };
 
 // Groups a burst by (operation, algorithm), runs each group through its kernel, records the
@@ -61,13 +61,13 @@ class Batcher {
   void Process(Job** jobs, size_t n, bool stolen);
 
  private:
-  void Execute(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
+  void Execute(Operation op, kernels::AlgorithmId algorithm, std::span<Job* const> jobs,
                std::span<absl::Status> statuses);
-  void ExecuteHash(uint8_t algorithm, std::span<Job* const> jobs, std::span<absl::Status> statuses);
+  void ExecuteHash(kernels::AlgorithmId algorithm, std::span<Job* const> jobs,
+                   std::span<absl::Status> statuses);
   OpCounters& Counters(const Job& job) {
-    const size_t op =
-        static_cast<size_t>(job.op) < kNumOperations ? static_cast<size_t>(job.op) : 0;
-    return counters_.ops[op][job.algorithm % kMaxAlgorithms];
+    // Set<Item>() makes both in range: the variant index is the operation, the id a table row.
+    return counters_.ops[static_cast<size_t>(job.op())][static_cast<size_t>(job.algorithm())];
   }
 
   Engine& engine_;

@@ -27,26 +27,10 @@ std::string_view OperationName(Operation op) {
   return "?";
 }
 
-std::string_view AlgorithmName(Operation op, uint8_t algorithm) {
-  static constexpr std::string_view kKem[] = {"ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"};
-  static constexpr std::string_view kDsa[] = {"ML-DSA-44", "ML-DSA-65", "ML-DSA-87"};
-  switch (op) {
-    case Operation::kNull:
-      return "null";
-    case Operation::kHash:
-      return algorithm < kernels::kNumHashAlgorithms
-                 ? kernels::HashName(static_cast<kernels::HashAlgorithm>(algorithm))
-                 : "?";
-    case Operation::kKemKeyGen:
-    case Operation::kKemEncaps:
-    case Operation::kKemDecaps:
-      return algorithm < 3 ? kKem[algorithm] : "?";
-    case Operation::kDsaKeyGen:
-    case Operation::kDsaSign:
-    case Operation::kDsaVerify:
-      return algorithm < 3 ? kDsa[algorithm] : "?";
-  }
-  return "?";
+std::string_view AlgorithmName(Operation op, kernels::AlgorithmId algorithm) {
+  if (op == Operation::kNull) return "null";
+  return static_cast<size_t>(algorithm) < kernels::kNumAlgorithms ? kernels::Facts(algorithm).name
+                                                                  : "?";
 }
 
 Job::Clock::time_point SteadyDeadline(absl::Time deadline) {

@@ -2,6 +2,7 @@
 // The Batcher: drop expired/cancelled jobs, group by (operation, algorithm), run, complete.
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "internal.h"
 #include "pqcd/kernels/hash.h"
@@ -32,7 +33,7 @@ inline uint64_t Ns(Clock::duration d) {
 }
 
 inline unsigned Key(const Job* j) {
-  return (static_cast<unsigned>(j->op) << 8) | j->algorithm;
+  return (static_cast<unsigned>(j->op()) << 8) | static_cast<unsigned>(j->algorithm());
 }
 
 inline void CompleteJob(Job* job, absl::Status status) {
@@ -226,7 +227,7 @@ void Batcher::Process(Job** jobs, size_t n, bool stolen) {
     const unsigned k = Key(jobs[i]);
     while (e < kept && Key(jobs[e]) == k) ++e;
     const size_t count = e - i;
-    Execute(jobs[i]->op, jobs[i]->algorithm, std::span<Job* const>(jobs + i, count),
+    Execute(jobs[i]->op(), jobs[i]->algorithm(), std::span<Job* const>(jobs + i, count),
             std::span<absl::Status>(statuses_, count));
     const Clock::time_point te = Clock::now();
     const uint64_t per_job = Ns(te - tg) / count;
@@ -260,7 +261,7 @@ void Batcher::Process(Job** jobs, size_t n, bool stolen) {
   Bump(c.busy_ns, Ns(tg - t0));
 }
 
-void Batcher::Execute(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
+void Batcher::Execute(Operation op, kernels::AlgorithmId algorithm, std::span<Job* const> jobs,
                       std::span<absl::Status> statuses) {
   switch (op) {
     case Operation::kNull:
@@ -290,55 +291,31 @@ void Batcher::Execute(Operation op, uint8_t algorithm, std::span<Job* const> job
   for (absl::Status& s : statuses) s = absl::InvalidArgumentError("unknown operation");
 }
 
-void Batcher::ExecuteHash(uint8_t algorithm, std::span<Job* const> jobs,
+void Batcher::ExecuteHash(kernels::AlgorithmId algorithm, std::span<Job* const> jobs,
                           std::span<absl::Status> statuses) {
-  if (algorithm >= kernels::kNumHashAlgorithms) {
-    for (absl::Status& s : statuses) s = absl::InvalidArgumentError("unknown hash algorithm");
+  if (kernels::Facts(algorithm).family != kernels::Family::kHash) {
+    for (absl::Status& s : statuses) {
+      s = absl::InvalidArgumentError(std::string(kernels::Facts(algorithm).name) +
+                                     " is not a hash algorithm");
+    }
     return;
   }
-  const auto alg = static_cast<kernels::HashAlgorithm>(algorithm);
-  const bool xof = kernels::HashIsXof(alg);
   const size_t n = jobs.size();
   arena_.Reset();
   Bytes* ins = arena_.AllocateArray<Bytes>(n);
   MutBytes* outs = arena_.AllocateArray<MutBytes>(n);
-  size_t* index = arena_.AllocateArray<size_t>(n);
-  absl::Status* st = arena_.AllocateArray<absl::Status>(n);
-  if (ins == nullptr || outs == nullptr || index == nullptr || st == nullptr) {
+  if (ins == nullptr || outs == nullptr) {
     for (absl::Status& s : statuses) s = absl::ResourceExhaustedError("worker scratch exhausted");
     arena_.Reset();
     return;
   }
-  size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
-    Job* job = jobs[i];
-    MutBytes out = job->output;
-    if (xof && job->options.xof_bytes != 0) {
-      if (job->options.xof_bytes > out.size()) {
-        statuses[i] = absl::InvalidArgumentError("output: smaller than options.xof_bytes");
-        continue;
-      }
-      out = out.first(job->options.xof_bytes);
-    }
-    statuses[i] = absl::OkStatus();
-    ins[m] = job->message;
-    outs[m] = out;
-    index[m] = i;
-    ++m;
+    const HashItem& item = jobs[i]->item<HashItem>();
+    ins[i] = item.message;
+    outs[i] = item.digest;
   }
-  if (m > 0) {
-    (void)kernels::HashBatch(alg, std::span<const Bytes>(ins, m),
-                             std::span<const MutBytes>(outs, m), st);
-    for (size_t k = 0; k < m; ++k) {
-      Job* job = jobs[index[k]];
-      if (st[k].ok()) {
-        job->output_bytes = outs[k].size();
-      } else {
-        statuses[index[k]] = std::move(st[k]);
-      }
-    }
-  }
-  ScratchArena::DestroyArray(st, n);
+  (void)kernels::HashBatch(kernels::AsHash(algorithm), std::span<const Bytes>(ins, n),
+                           std::span<const MutBytes>(outs, n), statuses.data());
   arena_.Reset();
 }
 

@@ -4,39 +4,45 @@
 #include <openssl/evp.h>
 
 #include <array>
-#include <cctype>
-#include <string>
 
 #include "keccak/sha3_multi.h"
+#include "pqcd/kernels/algorithms.h"
 #include "sm3/sm3_multi.h"
 
 namespace pqcd::kernels {
 namespace {
 
+// How each hash is computed; names, sizes and the XOF flag are facts of the registry
+// (kAlgorithms in algorithms.h).
 struct HashDesc {
   HashAlgorithm alg;
-  std::string_view name;
-  size_t digest_bytes;
-  size_t rate;     // Keccak rate in bytes, 0 otherwise
-  uint8_t suffix;  // Keccak domain suffix
-  const char* evp_name;
+  size_t rate;           // Keccak rate in bytes, 0 otherwise
+  uint8_t suffix;        // Keccak domain suffix
+  const char* evp_name;  // OpenSSL EVP name (SHA-2), nullptr otherwise
 };
 
 constexpr std::array<HashDesc, kNumHashAlgorithms> kHashes = {{
-    {HashAlgorithm::kSha3_224, "SHA3-224", 28, 144, 0x06, nullptr},
-    {HashAlgorithm::kSha3_256, "SHA3-256", 32, 136, 0x06, nullptr},
-    {HashAlgorithm::kSha3_384, "SHA3-384", 48, 104, 0x06, nullptr},
-    {HashAlgorithm::kSha3_512, "SHA3-512", 64, 72, 0x06, nullptr},
-    {HashAlgorithm::kShake128, "SHAKE-128", 32, 168, 0x1f, nullptr},
-    {HashAlgorithm::kShake256, "SHAKE-256", 64, 136, 0x1f, nullptr},
-    {HashAlgorithm::kSm3, "SM3", 32, 0, 0, nullptr},
-    {HashAlgorithm::kSha2_224, "SHA2-224", 28, 0, 0, "SHA2-224"},
-    {HashAlgorithm::kSha2_256, "SHA2-256", 32, 0, 0, "SHA2-256"},
-    {HashAlgorithm::kSha2_384, "SHA2-384", 48, 0, 0, "SHA2-384"},
-    {HashAlgorithm::kSha2_512, "SHA2-512", 64, 0, 0, "SHA2-512"},
-    {HashAlgorithm::kSha2_512_224, "SHA2-512/224", 28, 0, 0, "SHA2-512/224"},
-    {HashAlgorithm::kSha2_512_256, "SHA2-512/256", 32, 0, 0, "SHA2-512/256"},
+    {HashAlgorithm::kSha3_224, 144, 0x06, nullptr},
+    {HashAlgorithm::kSha3_256, 136, 0x06, nullptr},
+    {HashAlgorithm::kSha3_384, 104, 0x06, nullptr},
+    {HashAlgorithm::kSha3_512, 72, 0x06, nullptr},
+    {HashAlgorithm::kShake128, 168, 0x1f, nullptr},
+    {HashAlgorithm::kShake256, 136, 0x1f, nullptr},
+    {HashAlgorithm::kSm3, 0, 0, nullptr},
+    {HashAlgorithm::kSha2_224, 0, 0, "SHA2-224"},
+    {HashAlgorithm::kSha2_256, 0, 0, "SHA2-256"},
+    {HashAlgorithm::kSha2_384, 0, 0, "SHA2-384"},
+    {HashAlgorithm::kSha2_512, 0, 0, "SHA2-512"},
+    {HashAlgorithm::kSha2_512_224, 0, 0, "SHA2-512/224"},
+    {HashAlgorithm::kSha2_512_256, 0, 0, "SHA2-512/256"},
 }};
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < kHashes.size(); ++i) {
+    if (static_cast<size_t>(kHashes[i].alg) != i) return false;
+  }
+  return true;
+}
+static_assert(InEnumOrder());
 
 const HashDesc& Desc(HashAlgorithm alg) {
   return kHashes[static_cast<size_t>(alg)];
@@ -56,13 +62,12 @@ const EVP_MD* EvpMd(HashAlgorithm alg) {
   return mds[static_cast<size_t>(alg)];
 }
 
-std::string Canonical(std::string_view name) {
-  std::string s;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == ' ') continue;
-    s.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  }
-  return s;
+// Fixed-length hashes write exactly their digest; XOFs any length.
+absl::Status CheckOutputSize(const AlgorithmFacts& f, size_t size) {
+  if (f.xof || size == f.digest_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(std::string(f.name) + " output: expected " +
+                                    std::to_string(f.digest_bytes) + " bytes, got " +
+                                    std::to_string(size));
 }
 
 }  // namespace
@@ -73,25 +78,20 @@ struct Hasher::EvpState {
 };
 
 std::string_view HashName(HashAlgorithm alg) {
-  return Desc(alg).name;
+  return Facts(IdOf(alg)).name;
 }
 
 std::optional<HashAlgorithm> ParseHashName(std::string_view name) {
-  const std::string want = Canonical(name);
-  for (const HashDesc& d : kHashes) {
-    const std::string have = Canonical(d.name);
-    if (want == have) return d.alg;
-    // "SHA256" / "SHA512/256" without the family digit.
-    if (have.rfind("SHA2", 0) == 0 && want == "SHA" + have.substr(4)) return d.alg;
-  }
-  return std::nullopt;
+  const std::optional<AlgorithmId> id = ParseAlgorithmName(name);
+  if (!id || Facts(*id).family != Family::kHash) return std::nullopt;
+  return AsHash(*id);
 }
 
 size_t HashDigestBytes(HashAlgorithm alg) {
-  return Desc(alg).digest_bytes;
+  return Facts(IdOf(alg)).digest_bytes;
 }
 bool HashIsXof(HashAlgorithm alg) {
-  return alg == HashAlgorithm::kShake128 || alg == HashAlgorithm::kShake256;
+  return Facts(IdOf(alg)).xof;
 }
 
 Hasher::Hasher(HashAlgorithm alg) : alg_(alg), state_(Sm3()) {}
@@ -130,12 +130,7 @@ void Hasher::Update(Bytes in) {
 }
 
 absl::Status Hasher::Finish(MutBytes out) {
-  const HashDesc& d = Desc(alg_);
-  if (!HashIsXof(alg_) && out.size() != d.digest_bytes) {
-    return absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
-                                      std::to_string(d.digest_bytes) + " bytes, got " +
-                                      std::to_string(out.size()));
-  }
+  if (absl::Status s = CheckOutputSize(Facts(IdOf(alg_)), out.size()); !s.ok()) return s;
   if (auto* k = std::get_if<KeccakSponge>(&state_)) {
     k->Squeeze(out);
   } else if (auto* s = std::get_if<Sm3>(&state_)) {
@@ -164,12 +159,8 @@ absl::Status Hash(HashAlgorithm alg, Bytes in, MutBytes out) {
   if (static_cast<size_t>(alg) >= kHashes.size()) {
     return absl::InvalidArgumentError("unknown hash algorithm");
   }
+  if (absl::Status s = CheckOutputSize(Facts(IdOf(alg)), out.size()); !s.ok()) return s;
   const HashDesc& d = Desc(alg);
-  if (!HashIsXof(alg) && out.size() != d.digest_bytes) {
-    return absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
-                                      std::to_string(d.digest_bytes) + " bytes, got " +
-                                      std::to_string(out.size()));
-  }
   if (d.rate != 0) {
     KeccakSponge k(d.rate, d.suffix);
     k.Absorb(in);
@@ -197,6 +188,7 @@ absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
     return absl::InvalidArgumentError("unknown hash algorithm");
   }
   const HashDesc& d = Desc(alg);
+  const AlgorithmFacts& facts = Facts(IdOf(alg));
   const bool multi_lane = d.rate != 0 || alg == HashAlgorithm::kSm3;
   absl::Status first;
   // Valid items go to the multi-lane kernels in chunks (fixed-size arrays: no allocation).
@@ -215,16 +207,12 @@ absl::Status HashBatch(HashAlgorithm alg, std::span<const Bytes> ins,
     pending = 0;
   };
   for (size_t i = 0; i < ins.size(); ++i) {
-    absl::Status s;
-    if (!HashIsXof(alg) && outs[i].size() != d.digest_bytes) {
-      s = absl::InvalidArgumentError(std::string(d.name) + " output: expected " +
-                                     std::to_string(d.digest_bytes) + " bytes, got " +
-                                     std::to_string(outs[i].size()));
-    } else if (multi_lane) {
+    absl::Status s = CheckOutputSize(facts, outs[i].size());
+    if (s.ok() && multi_lane) {
       chunk_in[pending] = ins[i];
       chunk_out[pending] = outs[i];
       if (++pending == kChunk) flush();
-    } else {
+    } else if (s.ok()) {
       s = Hash(alg, ins[i], outs[i]);
     }
     if (!s.ok() && first.ok()) first = s;

@@ -1,112 +1,138 @@
 #include "pqcd/server/algorithms.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
 namespace pqcd::server {
 namespace {
 
-AlgorithmInfo Kem(kernels::KemAlgorithm alg) {
-  AlgorithmInfo info;
-  info.family = Family::kKem;
-  info.kem = &kernels::GetKemInfo(alg);
-  info.name = std::string(info.kem->name);
-  info.engine_algorithm = static_cast<uint8_t>(alg);
-  return info;
+using absl::InvalidArgumentError;
+using absl::StrCat;
+
+// pqc.v1.Algorithm numbers are the registry's api_value (kernels/include/pqcd/kernels/
+// algorithms.h). The highest agree here; tests/server/unit_algorithms.cc checks every value of the
+// proto enum against the registry's rows by number and name.
+constexpr int MaxApiValue() {
+  int n = 0;
+  for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) n = std::max(n, f.api_value);
+  return n;
+}
+static_assert(pqc::v1::Algorithm_MAX == MaxApiValue(),
+              "pqc.v1.Algorithm and the registry's api_value disagree");
+
+// pqc.v1.PreHash mirrors kernels::PreHash value for value.
+constexpr bool PreHashesAgree() {
+  constexpr pqc::v1::PreHash kApi[] = {
+      pqc::v1::PRE_HASH_SHA2_224, pqc::v1::PRE_HASH_SHA2_256,     pqc::v1::PRE_HASH_SHA2_384,
+      pqc::v1::PRE_HASH_SHA2_512, pqc::v1::PRE_HASH_SHA2_512_224, pqc::v1::PRE_HASH_SHA2_512_256,
+      pqc::v1::PRE_HASH_SHA3_224, pqc::v1::PRE_HASH_SHA3_256,     pqc::v1::PRE_HASH_SHA3_384,
+      pqc::v1::PRE_HASH_SHA3_512, pqc::v1::PRE_HASH_SHAKE128,     pqc::v1::PRE_HASH_SHAKE256};
+  if (std::size(kApi) != kernels::kPreHashes.size()) return false;
+  for (size_t i = 0; i < std::size(kApi); ++i) {
+    if (static_cast<int>(kApi[i]) != static_cast<int>(kernels::kPreHashes[i].prehash)) {
+      return false;
+    }
+  }
+  return pqc::v1::PRE_HASH_NONE == static_cast<int>(kernels::PreHash::kNone) &&
+         pqc::v1::PreHash_MAX == kernels::kMaxPreHashValue;
+}
+static_assert(PreHashesAgree(), "pqc.v1.PreHash and kernels::PreHash disagree");
+
+const char* FamilyNeed(Family family) {
+  switch (family) {
+    case Family::kKem:
+      return "an ML-KEM algorithm";
+    case Family::kDsa:
+      return "an ML-DSA algorithm";
+    case Family::kHash:
+      break;
+  }
+  return "a hash algorithm";
 }
 
-AlgorithmInfo Dsa(kernels::DsaAlgorithm alg) {
-  AlgorithmInfo info;
-  info.family = Family::kDsa;
-  info.dsa = &kernels::GetDsaInfo(alg);
-  info.name = std::string(info.dsa->name);
-  info.engine_algorithm = static_cast<uint8_t>(alg);
-  return info;
-}
-
-AlgorithmInfo Hash(kernels::HashAlgorithm alg) {
-  AlgorithmInfo info;
-  info.family = Family::kHash;
-  info.hash = alg;
-  info.name = std::string(kernels::HashName(alg));
-  info.engine_algorithm = static_cast<uint8_t>(alg);
-  return info;
+absl::Status SizeError(const AlgorithmDescriptor& d, const char* field, std::string_view want,
+                       size_t got) {
+  return InvalidArgumentError(
+      StrCat(field, ": expected ", std::string(want), " for ", Name(d), ", got ", got));
 }
 
 }  // namespace
 
-std::optional<AlgorithmInfo> LookupAlgorithm(int algorithm) {
-  using kernels::DsaAlgorithm;
-  using kernels::HashAlgorithm;
-  using kernels::KemAlgorithm;
-  switch (algorithm) {
-    case pqc::v1::ML_KEM_512:
-      return Kem(KemAlgorithm::kMlKem512);
-    case pqc::v1::ML_KEM_768:
-      return Kem(KemAlgorithm::kMlKem768);
-    case pqc::v1::ML_KEM_1024:
-      return Kem(KemAlgorithm::kMlKem1024);
-    case pqc::v1::ML_DSA_44:
-      return Dsa(DsaAlgorithm::kMlDsa44);
-    case pqc::v1::ML_DSA_65:
-      return Dsa(DsaAlgorithm::kMlDsa65);
-    case pqc::v1::ML_DSA_87:
-      return Dsa(DsaAlgorithm::kMlDsa87);
-    case pqc::v1::SHA3_224:
-      return Hash(HashAlgorithm::kSha3_224);
-    case pqc::v1::SHA3_256:
-      return Hash(HashAlgorithm::kSha3_256);
-    case pqc::v1::SHA3_384:
-      return Hash(HashAlgorithm::kSha3_384);
-    case pqc::v1::SHA3_512:
-      return Hash(HashAlgorithm::kSha3_512);
-    case pqc::v1::SHAKE128:
-      return Hash(HashAlgorithm::kShake128);
-    case pqc::v1::SHAKE256:
-      return Hash(HashAlgorithm::kShake256);
-    case pqc::v1::SM3:
-      return Hash(HashAlgorithm::kSm3);
-    case pqc::v1::SHA256:
-      return Hash(HashAlgorithm::kSha2_256);
-    case pqc::v1::SHA384:
-      return Hash(HashAlgorithm::kSha2_384);
-    case pqc::v1::SHA512:
-      return Hash(HashAlgorithm::kSha2_512);
-    case pqc::v1::SHA224:
-      return Hash(HashAlgorithm::kSha2_224);
-    case pqc::v1::SHA512_224:
-      return Hash(HashAlgorithm::kSha2_512_224);
-    case pqc::v1::SHA512_256:
-      return Hash(HashAlgorithm::kSha2_512_256);
-    default:
-      return std::nullopt;
+const AlgorithmDescriptor* LookupAlgorithm(int api_algorithm) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(api_algorithm);
+  return f != nullptr ? &kernels::Describe(f->id) : nullptr;
+}
+
+std::string AlgorithmLabel(int api_algorithm) {
+  const AlgorithmDescriptor* d = LookupAlgorithm(api_algorithm);
+  return d != nullptr ? Name(*d) : std::string("unknown");
+}
+
+std::string Name(const AlgorithmDescriptor& d) {
+  return std::string(d.name());
+}
+
+std::optional<kernels::PreHash> ToKernelPreHash(int api_pre_hash) {
+  if (api_pre_hash == pqc::v1::PRE_HASH_NONE) return kernels::PreHash::kNone;
+  const auto ph = static_cast<kernels::PreHash>(api_pre_hash);
+  if (api_pre_hash < 0 || kernels::FindPreHash(ph) == nullptr) return std::nullopt;
+  return ph;
+}
+
+absl::StatusOr<const AlgorithmDescriptor*> RequireFamily(int api_algorithm, Family family,
+                                                         const char* rpc) {
+  const AlgorithmDescriptor* d = LookupAlgorithm(api_algorithm);
+  if (d == nullptr) {
+    return InvalidArgumentError(
+        StrCat("algorithm: unknown or unspecified algorithm (", api_algorithm, ") for ", rpc));
   }
-}
-
-std::string AlgorithmLabel(int algorithm) {
-  auto info = LookupAlgorithm(algorithm);
-  return info ? info->name : std::string("unknown");
-}
-
-std::optional<kernels::PreHash> ToKernelPreHash(int pre_hash) {
-  if (pre_hash < pqc::v1::PRE_HASH_NONE || pre_hash > pqc::v1::PRE_HASH_SHAKE256) {
-    return std::nullopt;
+  if (d->family() != family) {
+    return InvalidArgumentError(
+        StrCat("algorithm: ", rpc, " needs ", FamilyNeed(family), ", got ", Name(*d)));
   }
-  // The API enum mirrors the kernels' enum value for value.
-  return static_cast<kernels::PreHash>(pre_hash);
+  return d;
 }
 
-size_t PrivateSeedBytes(const AlgorithmInfo& info) {
-  if (info.kem) return info.kem->seed_bytes;
-  if (info.dsa) return info.dsa->seed_bytes;
-  return 0;
+absl::Status CheckPrivateKeySize(const AlgorithmDescriptor& d, size_t size, const char* field) {
+  const kernels::AlgorithmFacts& f = *d.facts;
+  if (size == f.seed_bytes || size == f.private_key_bytes) return absl::OkStatus();
+  return SizeError(d, field,
+                   StrCat(f.seed_bytes, " (seed) or ", f.private_key_bytes, " (expanded) bytes"),
+                   size);
 }
-size_t PrivateExpandedBytes(const AlgorithmInfo& info) {
-  if (info.kem) return info.kem->dk_bytes;
-  if (info.dsa) return info.dsa->sk_bytes;
-  return 0;
+
+absl::Status CheckPublicKeySize(const AlgorithmDescriptor& d, size_t size, const char* field) {
+  if (size == d.facts->public_key_bytes) return absl::OkStatus();
+  return SizeError(d, field, StrCat(d.facts->public_key_bytes, " bytes"), size);
 }
-size_t PublicKeyBytes(const AlgorithmInfo& info) {
-  if (info.kem) return info.kem->ek_bytes;
-  if (info.dsa) return info.dsa->pk_bytes;
-  return 0;
+
+absl::Status CheckCiphertextSize(const AlgorithmDescriptor& d, size_t size, const char* field) {
+  if (size == d.facts->ciphertext_bytes) return absl::OkStatus();
+  return SizeError(d, field, StrCat(d.facts->ciphertext_bytes, " bytes"), size);
+}
+
+absl::Status CheckSeedSize(const AlgorithmDescriptor& d, size_t size, const char* field) {
+  if (size == 0 || size == d.facts->seed_bytes) return absl::OkStatus();
+  return SizeError(d, field, StrCat(d.facts->seed_bytes, " bytes (or empty for fresh randomness)"),
+                   size);
+}
+
+absl::StatusOr<size_t> HashOutputLength(const AlgorithmDescriptor& d, uint64_t requested,
+                                        size_t max_output_bytes) {
+  const kernels::AlgorithmFacts& f = *d.facts;
+  if (f.xof) {
+    if (requested > max_output_bytes) {
+      return InvalidArgumentError(StrCat("output_length: at most ", max_output_bytes,
+                                         " bytes (--max-output-bytes), got ", requested));
+    }
+    return requested != 0 ? static_cast<size_t>(requested) : f.digest_bytes;
+  }
+  if (requested != 0 && requested != f.digest_bytes) {
+    return InvalidArgumentError(StrCat("output_length: ", Name(d), " has a fixed ", f.digest_bytes,
+                                       "-byte digest; leave it 0, got ", requested));
+  }
+  return f.digest_bytes;
 }
 
 }  // namespace pqcd::server

@@ -370,33 +370,22 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
     }
     if (!hasher_) {
       scope_.set_algorithm(AlgorithmLabel(request_.algorithm()));
-      auto info = LookupAlgorithm(request_.algorithm());
-      if (!info || info->family != Family::kHash) {
-        FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                absl::StrCat("algorithm: HashStream needs a hash algorithm, got ",
-                                             AlgorithmLabel(request_.algorithm()))));
+      auto info = RequireFamily(request_.algorithm(), Family::kHash, "HashStream");
+      if (!info.ok()) {
+        FinishWith(ToGrpc(info.status()));
         return;
       }
-      scope_.set_algorithm(std::string(info->name));
+      scope_.set_algorithm(Name(**info));
       algorithm_ = request_.algorithm();
-      algorithm_name_ = info->name;
-      out_len_ = kernels::HashDigestBytes(info->hash);
-      if (kernels::HashIsXof(info->hash)) {
-        if (request_.output_length() > ctx_->config->max_output_bytes) {
-          FinishWith(grpc::Status(
-              grpc::StatusCode::INVALID_ARGUMENT,
-              absl::StrCat("output_length: at most ", ctx_->config->max_output_bytes,
-                           " bytes (--max-output-bytes), got ", request_.output_length())));
-          return;
-        }
-        if (request_.output_length() != 0) out_len_ = request_.output_length();
-      } else if (request_.output_length() != 0 && request_.output_length() != out_len_) {
-        FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                absl::StrCat("output_length: ", info->name, " has a fixed ",
-                                             out_len_, "-byte digest")));
+      algorithm_name_ = Name(**info);
+      auto out_len =
+          HashOutputLength(**info, request_.output_length(), ctx_->config->max_output_bytes);
+      if (!out_len.ok()) {
+        FinishWith(ToGrpc(out_len.status()));
         return;
       }
-      auto h = kernels::Hasher::Create(info->hash);
+      out_len_ = *out_len;
+      auto h = kernels::Hasher::Create(kernels::AsHash((*info)->id()));
       if (!h.ok()) {
         FinishWith(ToGrpc(h.status()));
         return;

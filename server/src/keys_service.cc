@@ -63,57 +63,25 @@ grpc::ServerUnaryReactor* Run(ServiceContext* ctx, grpc::CallbackServerContext* 
   return reactor;
 }
 
-// Derives the public key of a private key given as a seed, or checks an expanded private key
-// completely (the kernels' CheckExpandedPrivateKey: FIPS 204 Alg. 6 recomputed from rho, s1, s2 /
-// FIPS 203 §7.3 and s, e recovered from dk) and takes its public key from it. A given public key
-// must then equal the derived one. Runs on the aux runner (kernels).
-absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmInfo& info, Bytes sk,
+// The public key of a private key given as a seed (key generation) or expanded (the kernels'
+// complete consistency check, which recomputes the public key: FIPS 204 Alg. 6 from rho, s1, s2;
+// FIPS 203 §7.3 and s, e recovered from dk), through the registry. A given public key must equal
+// it. Runs on the key-management thread.
+absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmDescriptor& info, Bytes sk,
                                                  const std::string& given_pk) {
-  std::vector<uint8_t> pk(PublicKeyBytes(info));
+  const kernels::AlgorithmFacts& f = *info.facts;
+  std::vector<uint8_t> pk(f.public_key_bytes);
   const Bytes given(reinterpret_cast<const uint8_t*>(given_pk.data()), given_pk.size());
-  if (!given.empty() && given.size() != pk.size()) {
-    return absl::InvalidArgumentError(StrCat("public_key: expected ", pk.size(), " bytes for ",
-                                             info.name, ", got ", given.size()));
+  if (!given.empty()) {
+    if (absl::Status s = CheckPublicKeySize(info, given.size(), "public_key"); !s.ok()) return s;
   }
-  const bool seed = sk.size() == PrivateSeedBytes(info);
-  if (!seed && sk.size() != PrivateExpandedBytes(info)) {
-    return absl::InvalidArgumentError(StrCat(
-        "private_key: expected ", PrivateSeedBytes(info), " (seed) or ", PrivateExpandedBytes(info),
-        " (expanded) bytes for ", info.name, ", got ", sk.size()));
-  }
-  if (!seed && info.dsa && given.empty()) {
+  if (absl::Status s = CheckPrivateKeySize(info, sk.size(), "private_key"); !s.ok()) return s;
+  if (sk.size() != f.seed_bytes && info.family() == Family::kDsa && given.empty()) {
     return absl::InvalidArgumentError(
         "public_key: required with an expanded ML-DSA private key (it does not contain it)");
   }
-  if (seed) {
-    // The key generation of the seed (ek re-derivation for ML-KEM, FIPS 203 §7.1).
-    SecretBytes expanded(PrivateExpandedBytes(info));
-    MutBytes dk(expanded.data(), expanded.size());
-    absl::Status s;
-    if (info.kem) {
-      kernels::KemKeyGenItem item{sk, MutBytes(pk), dk, {}, {}};
-      info.kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-      s = item.status;
-    } else {
-      kernels::DsaKeyGenItem item{sk, MutBytes(pk), dk, {}, {}};
-      info.dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-      s = item.status;
-    }
-    if (!s.ok()) return s;
-  } else if (info.kem) {
-    if (absl::Status s = info.kem->check_expanded_dk(sk, {}); !s.ok()) {
-      return absl::InvalidArgumentError(StrCat("private_key: ", s.message()));
-    }
-    // dk = dk_PKE (384k bytes) || ek || H(ek) || z.
-    const size_t offset = info.kem->ek_bytes - 32;
-    std::copy(sk.begin() + offset, sk.begin() + offset + pk.size(), pk.begin());
-  } else {
-    // The public key (rho, t1) recomputed from the private key: an expanded ML-DSA key that
-    // passes is consistent with it, which a pairwise sign/verify test cannot establish (a
-    // changed t0 often still signs and verifies).
-    if (absl::Status s = info.dsa->check_expanded_sk(sk, {}, MutBytes(pk)); !s.ok()) {
-      return absl::InvalidArgumentError(StrCat("private_key: ", s.message()));
-    }
+  if (absl::Status s = info.public_key_of(sk, MutBytes(pk)); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat("private_key: ", s.message()));
   }
   // Public data: a plain comparison, byte for byte (the given key is a std::string of char).
   if (!given.empty() && !std::equal(pk.begin(), pk.end(), given.begin())) {
@@ -207,13 +175,13 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
       [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
         std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
         auto result = [&]() -> absl::StatusOr<KeyRecord> {
-          auto info = LookupAlgorithm(request->algorithm());
-          if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
+          const AlgorithmDescriptor* info = LookupAlgorithm(request->algorithm());
+          if (info == nullptr || info->family() == Family::kHash) {
             return absl::InvalidArgumentError(
                 StrCat("algorithm: Import needs an ML-KEM or ML-DSA algorithm, got ",
                        AlgorithmLabel(request->algorithm())));
           }
-          scope->set_algorithm(std::string(info->name));
+          scope->set_algorithm(Name(*info));
           if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
           if (absl::Status s = ValidateLabels(request->labels()); !s.ok()) return s;
           auto owner = ManagedOwner(caller, request->owner());
@@ -254,25 +222,19 @@ grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* conte
           auto cur = ctx->keys->Get(*owner, request->key_id(), 0);
           if (!cur.ok()) return cur.status();
           algorithm = cur->algorithm;
-          auto info = LookupAlgorithm(cur->algorithm);
-          if (!info) return absl::InternalError("held key has an unknown algorithm");
-          scope->set_algorithm(std::string(info->name));
-          std::vector<uint8_t> pk(PublicKeyBytes(*info));
-          SecretBytes expanded(PrivateExpandedBytes(*info));
-          SecretBytes seed(PrivateSeedBytes(*info));
-          MutBytes dk(expanded.data(), expanded.size());
-          MutBytes seed_out(seed.data(), seed.size());
-          absl::Status s;
-          if (info->kem) {
-            kernels::KemKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
-            info->kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-            s = item.status;
-          } else {
-            kernels::DsaKeyGenItem item{{}, MutBytes(pk), dk, seed_out, {}};
-            info->dsa->keygen_batch(std::span(&item, 1), kernels::OsRandom());
-            s = item.status;
-          }
-          if (!s.ok()) return s;
+          const AlgorithmDescriptor* info = LookupAlgorithm(cur->algorithm);
+          if (info == nullptr) return absl::InternalError("held key has an unknown algorithm");
+          scope->set_algorithm(Name(*info));
+          // A new key pair from fresh randomness, through the engine like every key generation;
+          // only its seed is stored.
+          const kernels::AlgorithmFacts& f = *info->facts;
+          std::vector<uint8_t> pk(f.public_key_bytes);
+          SecretBytes expanded(f.private_key_bytes);
+          SecretBytes seed(f.seed_bytes);
+          engine::Job job;
+          SetKeyGenJob(*info, {}, MutBytes(pk), MutBytes(expanded.data(), expanded.size()),
+                       MutBytes(seed.data(), seed.size()), &job);
+          if (absl::Status s = RunJobAndWait(*ctx->engine, job); !s.ok()) return s;
           return ctx->keys->AddVersion(cur->owner, request->key_id(), std::move(pk),
                                        std::move(seed));
         }();

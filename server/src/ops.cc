@@ -1,6 +1,8 @@
 #include "ops.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "audit.h"
@@ -28,23 +30,6 @@ Bytes View(const SecretBytes& s) {
 MutBytes Resize(std::string* s, size_t n) {
   s->resize(n);
   return MutBytes(reinterpret_cast<uint8_t*>(s->data()), n);
-}
-
-// The algorithm of a request, which must belong to `family`. With a key_ref and no algorithm, the
-// held key's algorithm is used (resolved later).
-absl::StatusOr<AlgorithmInfo> RequireFamily(int algorithm, Family family, const char* rpc) {
-  auto info = LookupAlgorithm(algorithm);
-  if (!info) {
-    return InvalidArgumentError(
-        StrCat("algorithm: unknown or unspecified algorithm (", algorithm, ") for ", rpc));
-  }
-  if (info->family != family) {
-    const char* want = family == Family::kKem   ? "an ML-KEM algorithm"
-                       : family == Family::kDsa ? "an ML-DSA algorithm"
-                                                : "a hash algorithm";
-    return InvalidArgumentError(StrCat("algorithm: ", rpc, " needs ", want, ", got ", info->name));
-  }
-  return *info;
 }
 
 absl::Status CheckFieldSize(ServiceContext* ctx, const std::string& field, const char* name) {
@@ -90,8 +75,8 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
                                        AlgorithmLabel(rec->algorithm), ", the request says ",
                                        AlgorithmLabel(*algorithm)));
   }
-  auto info = LookupAlgorithm(*algorithm);
-  if (!info || info->family != family) {
+  const AlgorithmDescriptor* d = LookupAlgorithm(*algorithm);
+  if (d == nullptr || d->family() != family) {
     return InvalidArgumentError(StrCat("key_ref: key '", ref.key_id(), "' (",
                                        AlgorithmLabel(rec->algorithm), ") cannot be used for ",
                                        rpc));
@@ -102,24 +87,6 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
   return rec;
 }
 
-absl::Status CheckPrivateKey(const AlgorithmInfo& info, const std::string& key, const char* field) {
-  size_t seed = PrivateSeedBytes(info), expanded = PrivateExpandedBytes(info);
-  if (key.size() != seed && key.size() != expanded) {
-    return InvalidArgumentError(StrCat(field, ": expected ", seed, " (seed) or ", expanded,
-                                       " (expanded) bytes for ", info.name, ", got ", key.size()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckPublicKey(const AlgorithmInfo& info, const std::string& key, const char* field) {
-  size_t want = PublicKeyBytes(info);
-  if (key.size() != want) {
-    return InvalidArgumentError(
-        StrCat(field, ": expected ", want, " bytes for ", info.name, ", got ", key.size()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 void OpState::Complete(absl::Status status) {
@@ -128,10 +95,10 @@ void OpState::Complete(absl::Status status) {
     // Stored on the bounded key-management queue (--key-queue); refused when it is full.
     const bool queued = ctx->key_tasks->TryPost([this] {
       Store& s = *store;
-      auto rec =
-          ctx->keys->Create(s.owner, s.key_id, s.algorithm,
-                            std::vector<uint8_t>(job.public_key.begin(), job.public_key.end()),
-                            std::move(gen_seed), s.labels);
+      auto rec = ctx->keys->Create(
+          s.owner, s.key_id, s.algorithm,
+          std::vector<uint8_t>(s.response->public_key().begin(), s.response->public_key().end()),
+          std::move(gen_seed), s.labels);
       ctx->Audit(s.owner, "create", s.owner, s.key_id, rec.ok() ? rec->version : 0,
                  AlgorithmLabel(s.algorithm), rec.status());
       absl::Status result = rec.status();
@@ -241,34 +208,45 @@ absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string
   return absl::OkStatus();
 }
 
+void SetKeyGenJob(const AlgorithmDescriptor& algorithm, Bytes seed, MutBytes public_key,
+                  MutBytes private_key, MutBytes seed_out, engine::Job* job) {
+  // The two families' key-generation items have the same shape.
+  if (algorithm.family() == Family::kKem) {
+    job->Set<kernels::KemKeyGenItem>(algorithm.id()) = {
+        seed, public_key, private_key, seed_out, {}};
+  } else {
+    job->Set<kernels::DsaKeyGenItem>(algorithm.id()) = {
+        seed, public_key, private_key, seed_out, {}};
+  }
+}
+
+absl::Status RunJobAndWait(engine::Engine& engine, engine::Job& job) {
+  std::promise<absl::Status> done;
+  std::future<absl::Status> result = done.get_future();
+  job.on_complete = [&done](engine::Job&, absl::Status status) { done.set_value(status); };
+  engine.Submit(&job);
+  return result.get();
+}
+
 absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  auto info = LookupAlgorithm(req.algorithm());
-  if (!info || (info->family != Family::kKem && info->family != Family::kDsa)) {
+  const AlgorithmDescriptor* info = LookupAlgorithm(req.algorithm());
+  if (info == nullptr || info->family() == Family::kHash) {
     return InvalidArgumentError(
         StrCat("algorithm: KeyGen needs an ML-KEM or ML-DSA algorithm, got ",
                AlgorithmLabel(req.algorithm())));
   }
-  const size_t seed_bytes = PrivateSeedBytes(*info);
-  if (!req.seed().empty() && req.seed().size() != seed_bytes) {
-    return InvalidArgumentError(StrCat("seed: expected ", seed_bytes, " bytes for ", info->name,
-                                       " (or empty for fresh randomness), got ",
-                                       req.seed().size()));
-  }
+  if (absl::Status s = CheckSeedSize(*info, req.seed().size(), "seed"); !s.ok()) return s;
+  const kernels::AlgorithmFacts& f = *info->facts;
   if (!req.hold() && (!req.key_id().empty() || !req.labels().empty())) {
     return InvalidArgumentError("key_id/labels: only with hold = true");
   }
   resp->set_algorithm(req.algorithm());
-  engine::Job& job = st->job;
-  if (info->family == Family::kKem) {
-    job.SetKem(engine::Operation::kKemKeyGen, info->kem->algorithm);
-  } else {
-    job.SetDsa(engine::Operation::kDsaKeyGen, info->dsa->algorithm);
-  }
-  job.seed = View(req.seed());
-  job.public_key = Resize(resp->mutable_public_key(), PublicKeyBytes(*info));
+  const Bytes seed = View(req.seed());
+  const MutBytes public_key = Resize(resp->mutable_public_key(), f.public_key_bytes);
+  MutBytes private_key, seed_out;
   if (req.hold()) {
     if (!caller.may_hold_keys) {
       return absl::PermissionDeniedError(
@@ -281,13 +259,13 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
       return absl::AlreadyExistsError(StrCat("key_id: '", key_id, "' already exists"));
     }
     if (absl::Status s = ValidateLabels(req.labels()); !s.ok()) return s;
-    st->gen_private = SecretBytes(PrivateExpandedBytes(*info));
-    job.private_key = MutBytes(st->gen_private.data(), st->gen_private.size());
+    st->gen_private = SecretBytes(f.private_key_bytes);
+    private_key = MutBytes(st->gen_private.data(), st->gen_private.size());
     if (req.seed().empty()) {
-      st->gen_seed = SecretBytes(seed_bytes);
-      job.seed_out = MutBytes(st->gen_seed.data(), st->gen_seed.size());
+      st->gen_seed = SecretBytes(f.seed_bytes);
+      seed_out = MutBytes(st->gen_seed.data(), st->gen_seed.size());
     } else {
-      st->gen_seed = SecretBytes(reinterpret_cast<const uint8_t*>(req.seed().data()), seed_bytes);
+      st->gen_seed = SecretBytes(seed.data(), seed.size());
     }
     st->store = std::make_unique<OpState::Store>();
     st->store->key_id = key_id;
@@ -296,25 +274,30 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
     st->store->owner = caller.identity;
     st->store->response = resp;
   } else {
-    job.private_key = Resize(resp->mutable_private_key(), PrivateExpandedBytes(*info));
+    private_key = Resize(resp->mutable_private_key(), f.private_key_bytes);
     if (req.seed().empty()) {
-      job.seed_out = Resize(resp->mutable_seed(), seed_bytes);
+      seed_out = Resize(resp->mutable_seed(), f.seed_bytes);
     } else {
       resp->set_seed(req.seed());
     }
   }
+  SetKeyGenJob(*info, seed, public_key, private_key, seed_out, &st->job);
   return absl::OkStatus();
 }
 
 namespace {
 
 // The key a request names: the held key behind key_ref (its public or private half kept alive in
-// st until the job completes) or the bytes given in the request after their length check; sets
-// st->job.key and returns the algorithm's info. *version gets the held key's version.
+// st until the job completes) or the bytes given in the request after their length check.
+// *version gets the held key's version.
+struct JobKey {
+  const AlgorithmDescriptor* algorithm;
+  Bytes key;
+};
 template <bool kPrivate, class Req>
-absl::StatusOr<AlgorithmInfo> ResolveJobKey(ServiceContext* ctx, const Caller& caller,
-                                            const Req& req, Family family, const char* rpc,
-                                            OpState* st, uint32_t* version = nullptr) {
+absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, const Req& req,
+                                     Family family, const char* rpc, OpState* st,
+                                     uint32_t* version = nullptr) {
   int algorithm = req.algorithm();
   if (req.has_key_ref()) {
     auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, family, rpc);
@@ -329,25 +312,20 @@ absl::StatusOr<AlgorithmInfo> ResolveJobKey(ServiceContext* ctx, const Caller& c
   auto info = RequireFamily(algorithm, family, rpc);
   if (!info.ok()) return info.status();
   if constexpr (kPrivate) {
-    if (req.has_key_ref()) {
-      st->job.key = View(*st->held_private);
-    } else {
-      if (absl::Status s = CheckPrivateKey(*info, req.private_key(), "private_key"); !s.ok()) {
-        return s;
-      }
-      st->job.key = View(req.private_key());
+    if (req.has_key_ref()) return JobKey{*info, View(*st->held_private)};
+    if (absl::Status s = CheckPrivateKeySize(**info, req.private_key().size(), "private_key");
+        !s.ok()) {
+      return s;
     }
+    return JobKey{*info, View(req.private_key())};
   } else {
-    if (req.has_key_ref()) {
-      st->job.key = View(st->held_public);
-    } else {
-      if (absl::Status s = CheckPublicKey(*info, req.public_key(), "public_key"); !s.ok()) {
-        return s;
-      }
-      st->job.key = View(req.public_key());
+    if (req.has_key_ref()) return JobKey{*info, View(st->held_public)};
+    if (absl::Status s = CheckPublicKeySize(**info, req.public_key().size(), "public_key");
+        !s.ok()) {
+      return s;
     }
+    return JobKey{*info, View(req.public_key())};
   }
-  return info;
 }
 
 }  // namespace
@@ -357,13 +335,14 @@ absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
                            OpState* st) {
   st->ctx = ctx;
   uint32_t version = 0;
-  auto info = ResolveJobKey<false>(ctx, caller, req, Family::kKem, "Encaps", st, &version);
-  if (!info.ok()) return info.status();
+  auto k = ResolveJobKey<false>(ctx, caller, req, Family::kKem, "Encaps", st, &version);
+  if (!k.ok()) return k.status();
   if (req.has_key_ref()) resp->set_key_version(version);
-  engine::Job& job = st->job;
-  job.SetKem(engine::Operation::kKemEncaps, info->kem->algorithm);
-  job.output = Resize(resp->mutable_ciphertext(), info->kem->ct_bytes);
-  job.shared_secret = Resize(resp->mutable_shared_secret(), info->kem->ss_bytes);
+  const kernels::AlgorithmFacts& f = *k->algorithm->facts;
+  auto& item = st->job.Set<kernels::KemEncapsItem>(f.id);
+  item.ek = k->key;
+  item.ct = Resize(resp->mutable_ciphertext(), f.ciphertext_bytes);
+  item.ss = Resize(resp->mutable_shared_secret(), f.secret_bytes);
   return absl::OkStatus();
 }
 
@@ -371,23 +350,24 @@ absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  auto info = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st);
-  if (!info.ok()) return info.status();
-  engine::Job& job = st->job;
-  job.SetKem(engine::Operation::kKemDecaps, info->kem->algorithm);
-  if (req.ciphertext().size() != info->kem->ct_bytes) {
-    return InvalidArgumentError(StrCat("ciphertext: expected ", info->kem->ct_bytes, " bytes for ",
-                                       info->name, ", got ", req.ciphertext().size()));
+  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st);
+  if (!k.ok()) return k.status();
+  if (absl::Status s = CheckCiphertextSize(*k->algorithm, req.ciphertext().size(), "ciphertext");
+      !s.ok()) {
+    return s;
   }
-  job.ciphertext = View(req.ciphertext());
-  job.shared_secret = Resize(resp->mutable_shared_secret(), info->kem->ss_bytes);
+  const kernels::AlgorithmFacts& f = *k->algorithm->facts;
+  auto& item = st->job.Set<kernels::KemDecapsItem>(f.id);
+  item.dk = k->key;
+  item.ct = View(req.ciphertext());
+  item.ss = Resize(resp->mutable_shared_secret(), f.secret_bytes);
   return absl::OkStatus();
 }
 
 namespace {
 absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& message,
                                   const std::string& context, int pre_hash, bool external_mu,
-                                  engine::Job* job) {
+                                  Bytes* message_view, kernels::DsaMessageOptions* options) {
   if (absl::Status s = CheckFieldSize(ctx, message, "message"); !s.ok()) return s;
   if (context.size() > 255) {
     return InvalidArgumentError(StrCat("context: at most 255 bytes, got ", context.size()));
@@ -403,10 +383,10 @@ absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& messag
       return InvalidArgumentError("external_mu: cannot be combined with pre_hash or context");
     }
   }
-  job->message = View(message);
-  job->options.context = View(context);
-  job->options.prehash = *ph;
-  job->options.external_mu = external_mu;
+  *message_view = View(message);
+  options->context = View(context);
+  options->prehash = *ph;
+  options->external_mu = external_mu;
   return absl::OkStatus();
 }
 }  // namespace
@@ -415,23 +395,19 @@ absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v
                          pqc::v1::SignResponse* resp, OpState* st) {
   st->ctx = ctx;
   uint32_t version = 0;
-  auto info = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version);
-  if (!info.ok()) return info.status();
+  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version);
+  if (!k.ok()) return k.status();
   if (req.has_key_ref()) resp->set_key_version(version);
-  engine::Job& job = st->job;
-  job.SetDsa(engine::Operation::kDsaSign, info->dsa->algorithm);
+  const kernels::AlgorithmFacts& f = *k->algorithm->facts;
+  auto& item = st->job.Set<kernels::DsaSignItem>(f.id);
+  item.sk = k->key;
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
-                                            req.external_mu(), &job);
+                                            req.external_mu(), &item.message, &item.options);
       !s.ok()) {
     return s;
   }
-  job.options.deterministic = req.deterministic();
-  job.output = Resize(resp->mutable_signature(), info->dsa->sig_bytes);
-  st->post = [st, resp] {
-    if (st->job.output_bytes > 0 && st->job.output_bytes < resp->signature().size()) {
-      resp->mutable_signature()->resize(st->job.output_bytes);
-    }
-  };
+  item.options.deterministic = req.deterministic();
+  item.sig = Resize(resp->mutable_signature(), f.signature_bytes);
   return absl::OkStatus();
 }
 
@@ -439,19 +415,19 @@ absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
                            OpState* st) {
   st->ctx = ctx;
-  auto info = ResolveJobKey<false>(ctx, caller, req, Family::kDsa, "Verify", st);
-  if (!info.ok()) return info.status();
-  engine::Job& job = st->job;
-  job.SetDsa(engine::Operation::kDsaVerify, info->dsa->algorithm);
+  auto k = ResolveJobKey<false>(ctx, caller, req, Family::kDsa, "Verify", st);
+  if (!k.ok()) return k.status();
+  auto& item = st->job.Set<kernels::DsaVerifyItem>(k->algorithm->id());
+  item.pk = k->key;
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
-                                            req.external_mu(), &job);
+                                            req.external_mu(), &item.message, &item.options);
       !s.ok()) {
     return s;
   }
   // A signature of the wrong length does not verify: a normal answer, not an error.
   if (absl::Status s = CheckFieldSize(ctx, req.signature(), "signature"); !s.ok()) return s;
-  job.ciphertext = View(req.signature());
-  st->post = [st, resp] { resp->set_valid(st->job.verified); };
+  item.sig = View(req.signature());
+  st->post = [st, resp] { resp->set_valid(st->job.item<kernels::DsaVerifyItem>().valid); };
   return absl::OkStatus();
 }
 
@@ -462,63 +438,61 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
   auto info = RequireFamily(req.algorithm(), Family::kHash, "Hash");
   if (!info.ok()) return info.status();
   if (absl::Status s = CheckFieldSize(ctx, req.data(), "data"); !s.ok()) return s;
-  size_t out_len = kernels::HashDigestBytes(info->hash);
-  if (kernels::HashIsXof(info->hash)) {
-    if (req.output_length() > ctx->config->max_output_bytes) {
-      return InvalidArgumentError(StrCat("output_length: at most ", ctx->config->max_output_bytes,
-                                         " bytes (--max-output-bytes), got ", req.output_length()));
-    }
-    if (req.output_length() != 0) out_len = req.output_length();
-  } else if (req.output_length() != 0 && req.output_length() != out_len) {
-    return InvalidArgumentError(StrCat("output_length: ", info->name, " has a fixed ", out_len,
-                                       "-byte digest; leave it 0, got ", req.output_length()));
-  }
-  engine::Job& job = st->job;
-  job.SetHash(info->hash);
-  job.message = View(req.data());
-  job.output = Resize(resp->mutable_digest(), out_len);
-  job.options.xof_bytes = kernels::HashIsXof(info->hash) ? out_len : 0;
+  auto out_len = HashOutputLength(**info, req.output_length(), ctx->config->max_output_bytes);
+  if (!out_len.ok()) return out_len.status();
+  auto& item = st->job.Set<engine::HashItem>((*info)->id());
+  item.message = View(req.data());
+  item.digest = Resize(resp->mutable_digest(), *out_len);
   return absl::OkStatus();
 }
+
+namespace {
+constexpr size_t LargestSignature() {
+  size_t n = 0;
+  for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) n = std::max(n, f.signature_bytes);
+  return n;
+}
+// The largest fixed-size answer of an operation whose algorithm is not known yet.
+constexpr size_t kLargestSignature = LargestSignature();
+}  // namespace
 
 size_t AnswerBytesBound(const pqc::v1::Operation& op) {
   // Per-field framing (tags, lengths, the result's status) is covered by the constant.
   constexpr size_t kOverhead = 64;
-  auto info_of = [](int algorithm) { return LookupAlgorithm(algorithm); };
+  const kernels::AlgorithmFacts* f = nullptr;
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
-      if (auto info = info_of(op.keygen().algorithm())) {
-        return kOverhead + PublicKeyBytes(*info) + PrivateExpandedBytes(*info) +
-               PrivateSeedBytes(*info) + (op.keygen().hold() ? 128 : 0);
+      if ((f = kernels::FindByApiValue(op.keygen().algorithm())) && f->family != Family::kHash) {
+        return kOverhead + f->public_key_bytes + f->private_key_bytes + f->seed_bytes +
+               (op.keygen().hold() ? 128 : 0);
       }
       break;
     case pqc::v1::Operation::kEncaps:
-      if (auto info = info_of(op.encaps().algorithm()); info && info->kem) {
-        return kOverhead + info->kem->ct_bytes + info->kem->ss_bytes;
+      if ((f = kernels::FindByApiValue(op.encaps().algorithm())) && f->family == Family::kKem) {
+        return kOverhead + f->ciphertext_bytes + f->secret_bytes;
       }
       break;
     case pqc::v1::Operation::kDecaps:
-      if (auto info = info_of(op.decaps().algorithm()); info && info->kem) {
-        return kOverhead + info->kem->ss_bytes;
+      if ((f = kernels::FindByApiValue(op.decaps().algorithm())) && f->family == Family::kKem) {
+        return kOverhead + f->secret_bytes;
       }
       break;
     case pqc::v1::Operation::kSign:
-      if (auto info = info_of(op.sign().algorithm()); info && info->dsa) {
-        return kOverhead + info->dsa->sig_bytes;
+      if ((f = kernels::FindByApiValue(op.sign().algorithm())) && f->family == Family::kDsa) {
+        return kOverhead + f->signature_bytes;
       }
       break;
     case pqc::v1::Operation::kHash:
-      if (auto info = info_of(op.hash().algorithm()); info && info->family == Family::kHash) {
-        return kOverhead + (kernels::HashIsXof(info->hash) && op.hash().output_length() != 0
-                                ? op.hash().output_length()
-                                : kernels::HashDigestBytes(info->hash));
+      if ((f = kernels::FindByApiValue(op.hash().algorithm())) && f->family == Family::kHash) {
+        return kOverhead + (f->xof && op.hash().output_length() != 0 ? op.hash().output_length()
+                                                                     : f->digest_bytes);
       }
       break;
     default:
       break;
   }
   // Held keys (algorithm left unspecified), Verify, invalid operations: a key-sized bound.
-  return kOverhead + 4627;  // the largest fixed-size answer: an ML-DSA-87 signature
+  return kOverhead + kLargestSignature;
 }
 
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,

@@ -9,9 +9,12 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "keystore/key_store.h"
+#include "keystore/secret_bytes.h"
 #include "pqc/v1/crypto.pb.h"
 #include "pqc/v1/keys.pb.h"
+#include "pqcd/engine/engine.h"
 #include "pqcd/engine/job.h"
+#include "pqcd/server/algorithms.h"
 #include "pqcd/server/identity.h"
 #include "pqcd/server/service_context.h"
 
@@ -46,6 +49,15 @@ struct OpState {
   // Arm, then Engine::Submit (one job on its own; the fuzz target drives ops this way).
   void Submit(std::chrono::system_clock::time_point deadline);
 };
+
+// Key generation is an engine job (the only key-generation path): KeyGen, held KeyGen and
+// Keys.Rotate set it up with this. seed empty: fresh randomness (seed_out, if non-empty, gets it).
+void SetKeyGenJob(const AlgorithmDescriptor& algorithm, kernels::Bytes seed,
+                  kernels::MutBytes public_key, kernels::MutBytes private_key,
+                  kernels::MutBytes seed_out, engine::Job* job);
+// Submits one job and waits for its completion (key management and start-up only: never on an
+// engine worker or a gRPC callback thread).
+absl::Status RunJobAndWait(engine::Engine& engine, engine::Job& job);
 
 // Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
 absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -47,7 +48,7 @@ struct Gate {
 };
 
 // ---------------------------------------------------------------------------------------------
-// 8 producers x N mixed jobs (null, SHA3-256, SHAKE-128 with xof_bytes, SM3, SHA2-256).
+// 8 producers x N mixed jobs (null, SHA3-256, SHAKE-128 asked for 32 bytes, SM3, SHA2-256).
 
 constexpr int kInputs = 64;  // distinct 64-byte messages; expected digests precomputed
 struct Expected {
@@ -134,14 +135,10 @@ TEST(Engine, EightProducersMixedJobsNoneLostOrDuplicated) {
         }
         Job& j = sj.job;
         j.ResetForReuse();
-        j.message = ex.msg[sj.input];
-        j.output = sj.out;
-        j.options.xof_bytes = 0;
         if (sj.kind == 0) {
-          j.op = Operation::kNull;
-        } else {
-          j.SetHash(kAlgs[sj.kind - 1]);
-          if (kAlgs[sj.kind - 1] == HashAlgorithm::kShake128) j.options.xof_bytes = 32;
+          j.Set<NullItem>(kernels::AlgorithmId::kSha3_256);
+        } else {  // 32-byte digests; SHAKE-128 as an XOF asked for 32 bytes
+          j.Set<HashItem>(kernels::IdOf(kAlgs[sj.kind - 1])) = {ex.msg[sj.input], sj.out, {}};
         }
         sj.state.store(1, std::memory_order_relaxed);
         engine->Submit(&j);
@@ -203,10 +200,13 @@ struct SimpleJob {
   std::atomic<bool> on_worker{false};
 };
 
-void Arm(SimpleJob& sj, Operation op = Operation::kNull) {
-  sj.job.op = op;
-  sj.job.message = sj.in;
-  sj.job.output = std::span<uint8_t>(sj.out.data(), 32);
+// A null job, or a hash of sj.in into the first out_len bytes of sj.out.
+void Arm(SimpleJob& sj, std::optional<HashAlgorithm> hash = std::nullopt, size_t out_len = 32) {
+  if (hash) {
+    sj.job.Set<HashItem>(kernels::IdOf(*hash)) = {sj.in, MutBytes(sj.out.data(), out_len), {}};
+  } else {
+    sj.job.Set<NullItem>(kernels::AlgorithmId::kSha3_256);
+  }
   sj.job.on_complete = [&sj](Job&, absl::Status s) {
     sj.status = std::move(s);
     sj.on_worker.store(CurrentWorker() != nullptr);
@@ -225,8 +225,7 @@ TEST(Engine, PastDeadlineCompletesAsExpiredWithoutRunning) {
   std::vector<std::unique_ptr<SimpleJob>> jobs;
   for (int i = 0; i < 50; ++i) {
     auto sj = std::make_unique<SimpleJob>();
-    Arm(*sj);
-    sj->job.SetHash(HashAlgorithm::kSha3_256);
+    Arm(*sj, HashAlgorithm::kSha3_256);
     sj->out.fill(0xAA);
     sj->job.deadline = Job::Clock::now() - 1s;
     jobs.push_back(std::move(sj));
@@ -248,7 +247,7 @@ TEST(Engine, PastDeadlineCompletesAsExpiredWithoutRunning) {
 TEST(Engine, CancelledJobCompletesAsCancelled) {
   auto engine = MakeEngine(EngineOptions{});
   SimpleJob sj;
-  Arm(sj, Operation::kHash);
+  Arm(sj, HashAlgorithm::kSha3_256);
   sj.out.fill(0x55);
   sj.job.Cancel();
   engine->Submit(&sj.job);
@@ -282,8 +281,7 @@ TEST(Engine, SubmitBurstRunsInlineOnlyWhileTheWorkerIsParked) {
     std::vector<Job*> burst;
     for (int i = 0; i < 40; ++i) {  // more than max_batch: run in several bursts
       auto sj = std::make_unique<SimpleJob>();
-      Arm(*sj, Operation::kHash);
-      sj->job.SetHash(HashAlgorithm::kSha3_256);
+      Arm(*sj, HashAlgorithm::kSha3_256);
       sj->in[0] = static_cast<uint8_t>(i);
       burst.push_back(&sj->job);
       jobs.push_back(std::move(sj));
@@ -323,16 +321,11 @@ TEST(Engine, HashResultsAndKernelErrors) {
   auto engine = MakeEngine(EngineOptions{});
   SimpleJob good, bad_size, shake, kem;
   for (int i = 0; i < 64; ++i) good.in[i] = static_cast<uint8_t>(i);
-  Arm(good);
-  good.job.SetHash(HashAlgorithm::kSha3_256);
-  Arm(bad_size);
-  bad_size.job.SetHash(HashAlgorithm::kSha3_512);  // output is 32 bytes: kernel refuses
-  Arm(shake);
-  shake.job.SetHash(HashAlgorithm::kShake256);
-  shake.job.output = shake.out;  // 64-byte buffer, ask for 40
-  shake.job.options.xof_bytes = 40;
+  Arm(good, HashAlgorithm::kSha3_256);
+  Arm(bad_size, HashAlgorithm::kSha3_512);
+  Arm(shake, HashAlgorithm::kShake256, 40);  // 64-byte buffer, ask for 40
   Arm(kem);
-  kem.job.SetKem(Operation::kKemEncaps, kernels::KemAlgorithm::kMlKem768);  // no executor
+  kem.job.Set<kernels::KemEncapsItem>(kernels::AlgorithmId::kMlKem768);  // no executor
   for (SimpleJob* sj : {&good, &bad_size, &shake, &kem}) engine->Submit(&sj->job);
   for (SimpleJob* sj : {&good, &bad_size, &shake, &kem}) WaitDone(*sj);
 
@@ -340,10 +333,8 @@ TEST(Engine, HashResultsAndKernelErrors) {
   std::array<uint8_t, 32> want;
   ASSERT_TRUE(kernels::Hash(HashAlgorithm::kSha3_256, good.in, want).ok());
   EXPECT_EQ(0, std::memcmp(want.data(), good.out.data(), 32));
-  EXPECT_EQ(good.job.output_bytes, 32u);
   EXPECT_TRUE(absl::IsInvalidArgument(bad_size.status)) << bad_size.status;
   ASSERT_TRUE(shake.status.ok()) << shake.status;
-  EXPECT_EQ(shake.job.output_bytes, 40u);
   std::array<uint8_t, 40> want_shake;
   ASSERT_TRUE(kernels::Hash(HashAlgorithm::kShake256, shake.in, want_shake).ok());
   EXPECT_EQ(0, std::memcmp(want_shake.data(), shake.out.data(), 40));
@@ -375,8 +366,7 @@ TEST(Engine, BackpressureRejectsWhenTheQueueIsFull) {
   int rejected_sync = 0;
   for (auto& sj : jobs) {
     sj = std::make_unique<SimpleJob>();
-    Arm(*sj, Operation::kHash);
-    sj->job.SetHash(HashAlgorithm::kSha3_256);
+    Arm(*sj, HashAlgorithm::kSha3_256);
     engine->Submit(&sj->job);
     if (sj->completions.load() == 1) {  // completed inside Submit
       EXPECT_TRUE(absl::IsResourceExhausted(sj->status)) << sj->status;
@@ -424,8 +414,7 @@ void ShutdownWithFullQueue(ShutdownMode mode) {
   std::vector<std::unique_ptr<SimpleJob>> jobs(64);
   for (auto& sj : jobs) {
     sj = std::make_unique<SimpleJob>();
-    Arm(*sj, Operation::kHash);
-    sj->job.SetHash(HashAlgorithm::kSha3_256);
+    Arm(*sj, HashAlgorithm::kSha3_256);
     engine->Submit(&sj->job);
   }
   ASSERT_EQ(engine->QueueDepth(0), 64u);
@@ -492,8 +481,7 @@ TEST(Engine, StatisticsRecordWaitAndCompute) {
   std::vector<std::unique_ptr<SimpleJob>> jobs(100);
   for (auto& sj : jobs) {
     sj = std::make_unique<SimpleJob>();
-    Arm(*sj);
-    sj->job.SetHash(HashAlgorithm::kSha3_256);
+    Arm(*sj, HashAlgorithm::kSha3_256);
     engine->Submit(&sj->job);
   }
   for (auto& sj : jobs) WaitDone(*sj);

@@ -41,6 +41,7 @@
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 #include "pqcd/server/config.h"
 #include "pqcd/server/service_context.h"
 #include "pqcd/server/task_runner.h"
@@ -171,45 +172,45 @@ Bytes Take(Bytes& in, size_t n) {
 }
 
 void FuzzKemEncaps(kernels::KemAlgorithm alg, Bytes ek) {
-  const auto& info = kernels::GetKemInfo(alg);
-  (void)info.check_ek(ek);
-  std::vector<uint8_t> ct(info.ct_bytes), ss(32);
+  const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
+  (void)d.kem->check_ek(ek);
+  std::vector<uint8_t> ct(d.facts->ciphertext_bytes), ss(32);
   kernels::KemEncapsItem item{ek, {}, MutBytes(ct), MutBytes(ss), {}};
-  info.encaps_batch(std::span(&item, 1), kernels::OsRandom());
+  d.kem->encaps_batch(std::span(&item, 1), kernels::OsRandom());
 }
 
 void FuzzKemDecaps(kernels::KemAlgorithm alg, bool expanded, Bytes in) {
-  const auto& info = kernels::GetKemInfo(alg);
-  Bytes dk = Take(in, expanded ? info.dk_bytes : info.seed_bytes);
-  (void)info.check_dk(dk);
+  const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
+  Bytes dk = Take(in, expanded ? d.facts->private_key_bytes : d.facts->seed_bytes);
+  (void)d.kem->check_dk(dk);
   std::vector<uint8_t> ss(32);
   kernels::KemDecapsItem item{dk, in, MutBytes(ss), {}};
-  info.decaps_batch(std::span(&item, 1));
+  d.kem->decaps_batch(std::span(&item, 1));
 }
 
 void FuzzDsaVerify(kernels::DsaAlgorithm alg, bool with_context, Bytes in) {
-  const auto& info = kernels::GetDsaInfo(alg);
+  const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
   kernels::DsaVerifyItem item;
-  item.pk = Take(in, info.pk_bytes);
-  item.sig = Take(in, info.sig_bytes);
+  item.pk = Take(in, d.facts->public_key_bytes);
+  item.sig = Take(in, d.facts->signature_bytes);
   if (with_context && !in.empty()) {
     size_t n = in[0];
     in = in.subspan(1);
     item.options.context = Take(in, n);
   }
   item.message = in;
-  info.verify_batch(std::span(&item, 1));
+  d.dsa->verify_batch(std::span(&item, 1));
 }
 
 void FuzzDsaSign(kernels::DsaAlgorithm alg, bool expanded, Bytes in) {
-  const auto& info = kernels::GetDsaInfo(alg);
-  std::vector<uint8_t> sig(info.sig_bytes);
+  const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
+  std::vector<uint8_t> sig(d.facts->signature_bytes);
   kernels::DsaSignItem item;
-  item.sk = Take(in, expanded ? info.sk_bytes : info.seed_bytes);
+  item.sk = Take(in, expanded ? d.facts->private_key_bytes : d.facts->seed_bytes);
   item.message = in;
   item.options.deterministic = true;
   item.sig = MutBytes(sig);
-  info.sign_batch(std::span(&item, 1), kernels::OsRandom());
+  d.dsa->sign_batch(std::span(&item, 1), kernels::OsRandom());
 }
 
 void FuzzHash(Bytes in) {
@@ -240,23 +241,25 @@ int WriteSeeds(const std::string& dir) {
   kernels::SeededRandom rng(Bytes(reinterpret_cast<const uint8_t*>("pqcd-fuzz-seeds"), 15));
   // A valid ML-KEM-768 key pair and ciphertext, and an ML-DSA-44 key pair and signature, from
   // fixed seeds (our own data).
-  const auto& kem = kernels::GetKemInfo(kernels::KemAlgorithm::kMlKem768);
-  std::vector<uint8_t> kseed(64, 7), ek(kem.ek_bytes), dk(kem.dk_bytes), ct(kem.ct_bytes), ss(32);
+  const kernels::AlgorithmDescriptor& kem = kernels::Describe(kernels::AlgorithmId::kMlKem768);
+  std::vector<uint8_t> kseed(64, 7), ek(kem.facts->public_key_bytes),
+      dk(kem.facts->private_key_bytes), ct(kem.facts->ciphertext_bytes), ss(32);
   kernels::KemKeyGenItem kg{Bytes(kseed), MutBytes(ek), MutBytes(dk), {}, {}};
-  kem.keygen_batch(std::span(&kg, 1), rng);
+  kem.kem->keygen_batch(std::span(&kg, 1), rng);
   kernels::KemEncapsItem en{Bytes(ek), {}, MutBytes(ct), MutBytes(ss), {}};
-  kem.encaps_batch(std::span(&en, 1), rng);
-  const auto& dsa = kernels::GetDsaInfo(kernels::DsaAlgorithm::kMlDsa44);
-  std::vector<uint8_t> dseed(32, 9), pk(dsa.pk_bytes), sk(dsa.sk_bytes), sig(dsa.sig_bytes);
+  kem.kem->encaps_batch(std::span(&en, 1), rng);
+  const kernels::AlgorithmDescriptor& dsa = kernels::Describe(kernels::AlgorithmId::kMlDsa44);
+  std::vector<uint8_t> dseed(32, 9), pk(dsa.facts->public_key_bytes),
+      sk(dsa.facts->private_key_bytes), sig(dsa.facts->signature_bytes);
   kernels::DsaKeyGenItem dg{Bytes(dseed), MutBytes(pk), MutBytes(sk), {}, {}};
-  dsa.keygen_batch(std::span(&dg, 1), rng);
+  dsa.dsa->keygen_batch(std::span(&dg, 1), rng);
   const std::string msg = "fuzz";
   kernels::DsaSignItem si;
   si.sk = Bytes(sk);
   si.message = Bytes(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
   si.options.deterministic = true;
   si.sig = MutBytes(sig);
-  dsa.sign_batch(std::span(&si, 1), rng);
+  dsa.dsa->sign_batch(std::span(&si, 1), rng);
   if (!kg.status.ok() || !en.status.ok() || !dg.status.ok() || !si.status.ok()) return 1;
 
   // Mode 0: one valid Operation of each kind (small keys where the message allows it).

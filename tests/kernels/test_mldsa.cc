@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pqcd/kernels/mldsa.h"
+#include "pqcd/kernels/registry.h"
 
 namespace pqcd::kernels {
 namespace {
@@ -334,12 +335,13 @@ TYPED_TEST(MlDsaTest, PairwiseCheck) {
   EXPECT_FALSE(Dsa::PairwiseCheck(other.pk, kp.seed).ok());
   EXPECT_FALSE(Dsa::PairwiseCheck(ByteVec(3), kp.sk).ok());
 
-  const DsaInfo& info = GetDsaInfo(Dsa::kName == "ML-DSA-44"   ? DsaAlgorithm::kMlDsa44
-                                   : Dsa::kName == "ML-DSA-65" ? DsaAlgorithm::kMlDsa65
-                                                               : DsaAlgorithm::kMlDsa87);
-  EXPECT_EQ(info.name, Dsa::kName);
-  EXPECT_EQ(info.sig_bytes, Dsa::kSignatureBytes);
-  EXPECT_TRUE(info.pairwise_check(kp.pk, kp.sk).ok());
+  // The registry's row for this parameter set: same facts, same functions.
+  const std::optional<AlgorithmId> id = ParseAlgorithmName(Dsa::kName);
+  ASSERT_TRUE(id.has_value());
+  const AlgorithmDescriptor& d = Describe(*id);
+  EXPECT_EQ(d.name(), Dsa::kName);
+  EXPECT_EQ(d.facts->signature_bytes, Dsa::kSignatureBytes);
+  EXPECT_TRUE(d.dsa->pairwise_check(kp.pk, kp.sk).ok());
 }
 
 // Batch entry points equal the single-operation path item by item, for sizes 1..17.

@@ -12,6 +12,7 @@
 #include "common/test_support.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 
 namespace pqcd::kernels {
 namespace {
@@ -187,7 +188,7 @@ TYPED_TEST(MlDsaKeyCheckTest, LengthsAndTheRunTimeEntryPoint) {
   ByteVec bad = kp.sk;
   bad.back() ^= 0x80;
   EXPECT_FALSE(CheckExpandedPrivateKey(alg, bad).ok());
-  EXPECT_FALSE(GetDsaInfo(alg).check_expanded_sk(bad, kp.pk, {}).ok());
+  EXPECT_FALSE(Describe(IdOf(alg)).dsa->check_expanded_sk(bad, kp.pk, {}).ok());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "common/test_support.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
+#include "pqcd/kernels/registry.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
@@ -407,17 +408,18 @@ TYPED_TEST(MlKemApiTest, BatchesMatchSingleOperations) {
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
-TEST(MlKemInfo, TableMatchesClasses) {
-  const KemInfo& info = GetKemInfo(KemAlgorithm::kMlKem768);
-  EXPECT_EQ(info.name, "ML-KEM-768");
-  EXPECT_EQ(info.ek_bytes, 1184u);
-  EXPECT_EQ(info.dk_bytes, 2400u);
-  EXPECT_EQ(info.ct_bytes, 1088u);
-  EXPECT_EQ(GetKemInfo(KemAlgorithm::kMlKem512).ek_bytes, 800u);
-  EXPECT_EQ(GetKemInfo(KemAlgorithm::kMlKem1024).ct_bytes, 1568u);
+TEST(MlKemRegistry, RowsMatchClasses) {
+  const AlgorithmFacts& f = Facts(AlgorithmId::kMlKem768);
+  EXPECT_EQ(f.name, "ML-KEM-768");
+  EXPECT_EQ(f.public_key_bytes, 1184u);
+  EXPECT_EQ(f.private_key_bytes, 2400u);
+  EXPECT_EQ(f.ciphertext_bytes, 1088u);
+  EXPECT_EQ(Facts(AlgorithmId::kMlKem512).public_key_bytes, 800u);
+  EXPECT_EQ(Facts(AlgorithmId::kMlKem1024).ciphertext_bytes, 1568u);
   const auto kp = MakeKey<MlKem1024>(9);
-  EXPECT_TRUE(GetKemInfo(KemAlgorithm::kMlKem1024).check_ek(kp.ek).ok());
-  EXPECT_TRUE(GetKemInfo(KemAlgorithm::kMlKem1024).check_dk(kp.dk).ok());
+  const KemFunctions& kem = *Describe(AlgorithmId::kMlKem1024).kem;
+  EXPECT_TRUE(kem.check_ek(kp.ek).ok());
+  EXPECT_TRUE(kem.check_dk(kp.dk).ok());
 }
 
 }  // namespace

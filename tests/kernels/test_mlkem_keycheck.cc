@@ -12,6 +12,7 @@
 #include "common/test_support.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
@@ -194,7 +195,7 @@ TYPED_TEST(MlKemKeyCheckTest, LengthsAndTheRunTimeEntryPoint) {
   ByteVec bad = kp.dk;
   bad[0] ^= 0x01;
   EXPECT_FALSE(CheckExpandedPrivateKey(alg, bad).ok());
-  EXPECT_FALSE(GetKemInfo(alg).check_expanded_dk(bad, {}).ok());
+  EXPECT_FALSE(Describe(IdOf(alg)).kem->check_expanded_dk(bad, {}).ok());
 }
 
 }  // namespace

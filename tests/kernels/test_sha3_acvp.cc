@@ -288,7 +288,8 @@ void RunShakeMct(HashAlgorithm alg, const Json& group_json, const Json& tc, Vect
 void RunAcvpFile(const std::string& file, HashAlgorithm alg) {
   const Json doc = LoadVectorJson(file);
   ASSERT_FALSE(doc.is_null());
-  ASSERT_EQ(doc["algorithm"].get<std::string>(), HashName(alg));
+  // ACVP spells "SHAKE-128" where the registry says "SHAKE128": compare parsed names.
+  ASSERT_EQ(ParseHashName(doc["algorithm"].get<std::string>()), alg);
   VectorCounter counter(file);
   ScopedIsa restore;
   std::mt19937_64 rng(0x5a3ULL ^ static_cast<uint64_t>(alg));

@@ -14,6 +14,7 @@
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/registry.h"
 
 namespace pqcd::testing {
 namespace {
@@ -74,11 +75,11 @@ std::string CryptoTest::unix_path_;
 
 TEST_F(CryptoTest, KemKeyGenFromSeedMatchesKernels) {
   for (const auto& c : kKems) {
-    const auto& info = kernels::GetKemInfo(c.k);
+    const kernels::AlgorithmDescriptor& info = kernels::Describe(kernels::IdOf(c.k));
     auto seed = Random(64, 1 + static_cast<int>(c.alg));
-    std::vector<uint8_t> ek(info.ek_bytes), dk(info.dk_bytes);
+    std::vector<uint8_t> ek(info.facts->public_key_bytes), dk(info.facts->private_key_bytes);
     kernels::KemKeyGenItem item{kernels::Bytes(seed), MutBytes(ek), MutBytes(dk), {}, {}};
-    info.keygen_batch(std::span(&item, 1), kernels::OsRandom());
+    info.kem->keygen_batch(std::span(&item, 1), kernels::OsRandom());
     ASSERT_TRUE(item.status.ok());
 
     KeyGenRequest req;
@@ -86,9 +87,9 @@ TEST_F(CryptoTest, KemKeyGenFromSeedMatchesKernels) {
     req.set_seed(Bytes(seed));
     KeyGenResponse resp;
     auto s = stub_->KeyGen(Ctx().get(), req, &resp);
-    ASSERT_TRUE(s.ok()) << info.name << ": " << s.error_message();
-    EXPECT_EQ(resp.public_key(), Bytes(ek)) << info.name;
-    EXPECT_EQ(resp.private_key(), Bytes(dk)) << info.name;
+    ASSERT_TRUE(s.ok()) << info.name() << ": " << s.error_message();
+    EXPECT_EQ(resp.public_key(), Bytes(ek)) << info.name();
+    EXPECT_EQ(resp.private_key(), Bytes(dk)) << info.name();
     EXPECT_EQ(resp.seed(), Bytes(seed));
     EXPECT_TRUE(resp.key_id().empty());
   }
@@ -96,7 +97,7 @@ TEST_F(CryptoTest, KemKeyGenFromSeedMatchesKernels) {
 
 TEST_F(CryptoTest, KemEncapsDecapsGivenKeys) {
   for (const auto& c : kKems) {
-    const auto& info = kernels::GetKemInfo(c.k);
+    const kernels::AlgorithmDescriptor& info = kernels::Describe(kernels::IdOf(c.k));
     KeyGenRequest kg;
     kg.set_algorithm(c.alg);
     KeyGenResponse keys;
@@ -108,7 +109,7 @@ TEST_F(CryptoTest, KemEncapsDecapsGivenKeys) {
     er.set_public_key(keys.public_key());
     EncapsResponse enc;
     ASSERT_TRUE(stub_->Encaps(Ctx().get(), er, &enc).ok());
-    EXPECT_EQ(enc.ciphertext().size(), info.ct_bytes);
+    EXPECT_EQ(enc.ciphertext().size(), info.facts->ciphertext_bytes);
     EXPECT_EQ(enc.shared_secret().size(), 32u);
 
     // Decaps with the expanded key and with the seed; the kernels agree.
@@ -119,7 +120,7 @@ TEST_F(CryptoTest, KemEncapsDecapsGivenKeys) {
       dr.set_ciphertext(enc.ciphertext());
       DecapsResponse dec;
       ASSERT_TRUE(stub_->Decaps(Ctx().get(), dr, &dec).ok());
-      EXPECT_EQ(dec.shared_secret(), enc.shared_secret()) << info.name;
+      EXPECT_EQ(dec.shared_secret(), enc.shared_secret()) << info.name();
     }
     // Tampered ciphertext: implicit rejection, compared with the kernels.
     std::string ct = enc.ciphertext();
@@ -135,7 +136,7 @@ TEST_F(CryptoTest, KemEncapsDecapsGivenKeys) {
     auto dk = Vec(keys.private_key());
     auto ctv = Vec(ct);
     kernels::KemDecapsItem item{kernels::Bytes(dk), kernels::Bytes(ctv), MutBytes(ss), {}};
-    info.decaps_batch(std::span(&item, 1));
+    info.kem->decaps_batch(std::span(&item, 1));
     ASSERT_TRUE(item.status.ok());
     EXPECT_EQ(dec.shared_secret(), Bytes(ss));
   }
@@ -182,11 +183,11 @@ TEST_F(CryptoTest, KemHeldKeys) {
 
 TEST_F(CryptoTest, DsaDeterministicSignMatchesKernels) {
   for (const auto& c : kDsas) {
-    const auto& info = kernels::GetDsaInfo(c.k);
+    const kernels::AlgorithmDescriptor& info = kernels::Describe(kernels::IdOf(c.k));
     auto seed = Random(32, 100 + static_cast<int>(c.alg));
-    std::vector<uint8_t> pk(info.pk_bytes), sk(info.sk_bytes);
+    std::vector<uint8_t> pk(info.facts->public_key_bytes), sk(info.facts->private_key_bytes);
     kernels::DsaKeyGenItem kgi{kernels::Bytes(seed), MutBytes(pk), MutBytes(sk), {}, {}};
-    info.keygen_batch(std::span(&kgi, 1), kernels::OsRandom());
+    info.dsa->keygen_batch(std::span(&kgi, 1), kernels::OsRandom());
     ASSERT_TRUE(kgi.status.ok());
 
     KeyGenRequest kg;
@@ -200,7 +201,7 @@ TEST_F(CryptoTest, DsaDeterministicSignMatchesKernels) {
     const std::string message = "message to sign", context = "ctx";
     std::vector<uint8_t> msg = Vec(message), ctxb = Vec(context);
     for (auto ph : {PRE_HASH_NONE, PRE_HASH_SHA2_256, PRE_HASH_SHAKE128}) {
-      std::vector<uint8_t> sig(info.sig_bytes);
+      std::vector<uint8_t> sig(info.facts->signature_bytes);
       kernels::DsaSignItem si;
       si.sk = kernels::Bytes(sk);
       si.message = kernels::Bytes(msg);
@@ -208,7 +209,7 @@ TEST_F(CryptoTest, DsaDeterministicSignMatchesKernels) {
       si.options.prehash = static_cast<kernels::PreHash>(ph);
       si.options.deterministic = true;
       si.sig = MutBytes(sig);
-      info.sign_batch(std::span(&si, 1), kernels::OsRandom());
+      info.dsa->sign_batch(std::span(&si, 1), kernels::OsRandom());
       ASSERT_TRUE(si.status.ok());
 
       for (const std::string& key : {keys.private_key(), keys.seed()}) {
@@ -222,7 +223,7 @@ TEST_F(CryptoTest, DsaDeterministicSignMatchesKernels) {
         SignResponse sresp;
         auto s = stub_->Sign(Ctx().get(), sr, &sresp);
         ASSERT_TRUE(s.ok()) << s.error_message();
-        EXPECT_EQ(sresp.signature(), Bytes(sig)) << info.name << " pre_hash " << ph;
+        EXPECT_EQ(sresp.signature(), Bytes(sig)) << info.name() << " pre_hash " << ph;
       }
       VerifyRequest vr;
       vr.set_algorithm(c.alg);
@@ -247,7 +248,8 @@ TEST_F(CryptoTest, DsaDeterministicSignMatchesKernels) {
 
 TEST_F(CryptoTest, DsaHedgedExternalMuAndHeld) {
   // External mu (ML-DSA-44): signing mu deterministically equals signing the message.
-  const auto& info = kernels::GetDsaInfo(kernels::DsaAlgorithm::kMlDsa44);
+  const kernels::AlgorithmDescriptor& info =
+      kernels::Describe(kernels::IdOf(kernels::DsaAlgorithm::kMlDsa44));
   KeyGenRequest kg;
   kg.set_algorithm(ML_DSA_44);
   KeyGenResponse keys;
@@ -270,7 +272,7 @@ TEST_F(CryptoTest, DsaHedgedExternalMuAndHeld) {
   auto s = stub_->Sign(Ctx().get(), sr, &b);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(a.signature(), b.signature());
-  EXPECT_EQ(a.signature().size(), info.sig_bytes);
+  EXPECT_EQ(a.signature().size(), info.facts->signature_bytes);
   // Hedged (the default): two signatures differ, both verify.
   sr.set_external_mu(false);
   sr.set_message("hedged");

@@ -30,15 +30,19 @@
 #include <string>
 #include <type_traits>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "mldsa/poly.h"
+#include "mldsa/prehash.h"
+#include "mldsa/rider.h"
 #include "mldsa/sample.h"
-#include "pqcd/kernels/isa.h"
+#include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels {
 namespace {
 
+using mldsa::GrowingRider;
 using mldsa::kN;
 using mldsa::Poly;
 using mldsa::PolyVec;
@@ -71,42 +75,6 @@ class NoRandom final : public RandomSource {
     return absl::InternalError("ML-DSA: unexpected request for randomness");
   }
 };
-
-// ---- HashML-DSA pre-hashes (FIPS 204 §5.4) ------------------------------------------------------
-
-struct PreHashEntry {
-  PreHash ph;
-  std::string_view name;  // ACVP spelling
-  HashAlgorithm alg;
-  uint8_t oid_last;  // DER OID 2.16.840.1.101.3.4.2.<oid_last>
-};
-constexpr PreHashEntry kPreHashes[] = {
-    {PreHash::kSha2_224, "SHA2-224", HashAlgorithm::kSha2_224, 0x04},
-    {PreHash::kSha2_256, "SHA2-256", HashAlgorithm::kSha2_256, 0x01},
-    {PreHash::kSha2_384, "SHA2-384", HashAlgorithm::kSha2_384, 0x02},
-    {PreHash::kSha2_512, "SHA2-512", HashAlgorithm::kSha2_512, 0x03},
-    {PreHash::kSha2_512_224, "SHA2-512/224", HashAlgorithm::kSha2_512_224, 0x05},
-    {PreHash::kSha2_512_256, "SHA2-512/256", HashAlgorithm::kSha2_512_256, 0x06},
-    {PreHash::kSha3_224, "SHA3-224", HashAlgorithm::kSha3_224, 0x07},
-    {PreHash::kSha3_256, "SHA3-256", HashAlgorithm::kSha3_256, 0x08},
-    {PreHash::kSha3_384, "SHA3-384", HashAlgorithm::kSha3_384, 0x09},
-    {PreHash::kSha3_512, "SHA3-512", HashAlgorithm::kSha3_512, 0x0a},
-    {PreHash::kShake128, "SHAKE-128", HashAlgorithm::kShake128, 0x0b},  // 32-byte output
-    {PreHash::kShake256, "SHAKE-256", HashAlgorithm::kShake256, 0x0c},  // 64-byte output
-};
-
-const PreHashEntry* FindPreHash(PreHash ph) {
-  for (const auto& e : kPreHashes) {
-    if (e.ph == ph) return &e;
-  }
-  return nullptr;
-}
-
-// DER encoding: OBJECT IDENTIFIER, length 9, 2.16.840.1.101.3.4.2.x.
-constexpr size_t kOidBytes = 11;
-constexpr std::array<uint8_t, kOidBytes> OidBytes(uint8_t last) {
-  return {0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, last};
-}
 
 // ---- Error messages -----------------------------------------------------------------------------
 
@@ -151,13 +119,10 @@ absl::Status ComputeMuFromTr(const uint8_t tr[64], Bytes message, const DsaMessa
   if (options.prehash == PreHash::kNone) {
     h.Absorb(message);
   } else {
-    const PreHashEntry* e = FindPreHash(options.prehash);
-    uint8_t digest[64];
-    const size_t digest_len = HashDigestBytes(e->alg);
-    if (absl::Status s = Hash(e->alg, message, MutBytes(digest, digest_len)); !s.ok()) return s;
-    const auto oid = OidBytes(e->oid_last);
-    h.Absorb(oid);
-    h.Absorb(Bytes(digest, digest_len));
+    uint8_t tail[mldsa::kPreHashTailMaxBytes];
+    absl::StatusOr<size_t> tail_len = mldsa::PreHashTail(options.prehash, message, tail);
+    if (!tail_len.ok()) return tail_len.status();
+    h.Absorb(Bytes(tail, *tail_len));
   }
   h.Squeeze(MutBytes(mu, 64));
   return absl::OkStatus();
@@ -186,11 +151,11 @@ struct HashJob {
 };
 
 // Runs n <= kChunk jobs: jobs with equal (len, tail_len) share 4-lane sponges (KeccakMulti<4>);
-// a job without a partner, and every job on the portable backend, uses one sponge. Each output
-// equals the single-sponge result.
+// a job without a partner, and every job on a Keccak backend without multi-lane permutations (the
+// portable one), uses one sponge. Each output equals the single-sponge result.
 void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
   bool done[kChunk] = {};
-  const bool lanes = ActiveIsa() != Isa::kPortable;
+  const bool lanes = keccak::ActiveBackend().lanes >= 4;
   for (size_t i = 0; i < n; ++i) {
     if (done[i]) continue;
     size_t group[4];
@@ -227,7 +192,7 @@ void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
 // into `prefix`) and tail = the message itself (pure) or OID || PH(M) (copied into `ph_tail`).
 // Options must have passed CheckMessageOptions and must not be external mu.
 constexpr size_t kMuPrefixBytes = 64 + 2 + kMaxContextBytes;
-constexpr size_t kPhTailBytes = kOidBytes + 64;
+constexpr size_t kPhTailBytes = mldsa::kPreHashTailMaxBytes;
 absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOptions& options,
                        uint8_t* prefix, uint8_t* ph_tail, uint8_t mu[64], HashJob& job) {
   std::memcpy(prefix, tr, 64);
@@ -244,15 +209,10 @@ absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOpti
     job.tail_len = message.size();
     return absl::OkStatus();
   }
-  const PreHashEntry* e = FindPreHash(options.prehash);
-  const size_t digest_len = HashDigestBytes(e->alg);
-  const auto oid = OidBytes(e->oid_last);
-  std::memcpy(ph_tail, oid.data(), kOidBytes);
-  if (absl::Status s = Hash(e->alg, message, MutBytes(ph_tail + kOidBytes, digest_len)); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<size_t> tail_len = mldsa::PreHashTail(options.prehash, message, ph_tail);
+  if (!tail_len.ok()) return tail_len.status();
   job.tail = ph_tail;
-  job.tail_len = kOidBytes + digest_len;
+  job.tail_len = *tail_len;
   return absl::OkStatus();
 }
 
@@ -287,64 +247,6 @@ WipeOnExit WipeFrom(T& object, M& first) {
   return WipeOnExit(from, sizeof(T) - static_cast<size_t>(from - base));
 }
 
-// SHAKE256(message, 64) of a message that is written while the hash runs (the public key in key
-// generation grows row by row of t1): each ride absorbs the next block once its bytes are there
-// (Available()), the padded final block once the whole message is. Public data only.
-class GrowingRider final : public KeccakRider {
- public:
-  GrowingRider(const uint8_t* message, size_t total) : msg_(message), total_(total) {}
-  // Starts over with another message (state zeroed, nothing available yet).
-  void Begin(const uint8_t* message, size_t total) {
-    std::memset(state, 0, sizeof(state));
-    msg_ = message;
-    total_ = total;
-    avail_ = done_ = 0;
-    padded_ = false;
-  }
-  // Every block, the padded final one included, has been absorbed (and, once the permutation that
-  // followed has run, Finish needs no permutation of its own).
-  bool Absorbed() const { return padded_; }
-  // Bytes [0, n) of the message are final.
-  void Available(size_t n) { avail_ = n; }
-  bool Step() override {
-    constexpr size_t kRate = Shake256::kRateBytes;
-    if (padded_) return false;
-    if (done_ + kRate <= avail_) {
-      XorBlock(msg_ + done_, kRate);
-      done_ += kRate;
-      return true;
-    }
-    if (avail_ < total_) return false;
-    alignas(8) uint8_t block[kRate] = {};
-    std::memcpy(block, msg_ + done_, total_ - done_);
-    block[total_ - done_] ^= 0x1f;
-    block[kRate - 1] ^= 0x80;
-    XorBlock(block, kRate);
-    done_ = total_;
-    padded_ = true;
-    return true;
-  }
-  // The whole message is available: absorbs what did not ride, squeezes n <= rate bytes.
-  void Finish(uint8_t* out, size_t n = 64) {
-    avail_ = total_;
-    while (Step()) KeccakF1600(state);
-    std::memcpy(out, state, n);  // little-endian lanes: the first n output bytes
-  }
-
- private:
-  void XorBlock(const uint8_t* p, size_t n) {
-    for (size_t w = 0; w < n / 8; ++w) {
-      uint64_t v;
-      std::memcpy(&v, p + 8 * w, 8);
-      state[w] ^= v;
-    }
-  }
-  const uint8_t* msg_;
-  size_t total_;
-  size_t avail_ = 0;
-  size_t done_ = 0;
-  bool padded_ = false;
-};
 static_assert(std::endian::native == std::endian::little);
 
 // ---- The algorithm, templated on the parameter set ---------------------------------------------
@@ -1189,29 +1091,6 @@ struct Impl {
 };
 
 }  // namespace
-
-// ---- PreHash names ------------------------------------------------------------------------------
-
-std::string_view PreHashName(PreHash ph) {
-  if (ph == PreHash::kNone) return "none";
-  const PreHashEntry* e = FindPreHash(ph);
-  return e != nullptr ? e->name : "unknown";
-}
-
-std::optional<PreHash> ParsePreHashName(std::string_view name) {
-  if (name == "none" || name.empty()) return PreHash::kNone;
-  for (const auto& e : kPreHashes) {
-    if (e.name == name) return e.ph;
-  }
-  // Common variants ("SHA-256", "SHAKE128", "sha3_256") through the hash registry; SM3 is not a
-  // HashML-DSA pre-hash.
-  if (std::optional<HashAlgorithm> alg = ParseHashName(name)) {
-    for (const auto& e : kPreHashes) {
-      if (e.alg == *alg) return e.ph;
-    }
-  }
-  return std::nullopt;
-}
 
 // ---- MlDsa<K, L> --------------------------------------------------------------------------------
 

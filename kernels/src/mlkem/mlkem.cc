@@ -13,10 +13,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "mlkem/fixed_lanes.h"
 #include "mlkem/poly.h"
-#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/sha3.h"
 
@@ -110,12 +110,13 @@ void MultiHashLanes(size_t rate, uint8_t suffix, const uint8_t* const* in, size_
     sponge.Squeeze(lout, out_len);
   }
 }
-// out[i] = Keccak[rate, suffix](in[i] || tail[i]) for i < n (n <= kBatchChunk): x8 lanes on
-// AVX-512, x4 on AVX2, one state after another on the portable backend (identical results).
+// out[i] = Keccak[rate, suffix](in[i] || tail[i]) for i < n (n <= kBatchChunk): groups of 8 lanes
+// on a Keccak backend that runs 8 side by side (AVX-512), else of 4 (AVX2: x4; the portable
+// backend: one state after another). Identical results.
 void MultiHash(size_t rate, uint8_t suffix, const uint8_t* const* in, size_t len,
                const uint8_t* const* tail, size_t tail_len, uint8_t* const* out, size_t out_len,
                size_t n) {
-  if (ActiveIsa() == Isa::kAvx512) {
+  if (keccak::ActiveBackend().lanes >= 8) {
     MultiHashLanes<8>(rate, suffix, in, len, tail, tail_len, out, out_len, n);
   } else {
     MultiHashLanes<4>(rate, suffix, in, len, tail, tail_len, out, out_len, n);
@@ -573,42 +574,22 @@ void MlKem<K>::KeyGenInternal(std::span<const uint8_t, 32> d, std::span<const ui
   std::memcpy(ek.data(), dk.data() + Layout<K>::kDkEkOffset, kEncapsKeyBytes);
 }
 
+// The single operations are batches of one: one entry path per operation, whose checks, error
+// messages and randomness draws are those of the batch entry points. A chunk with one live item
+// runs the single-request lane plan there (EncapsInternal, DecapsInternal, ExpandDecapsKey).
 template <int K>
 absl::Status MlKem<K>::KeyGenFromSeed(Bytes seed, MutBytes ek, MutBytes dk) {
   if (seed.size() != kSeedBytes) return SizeError<K>("seed", kSeedBytes, seed.size());
-  if (ek.size() != kEncapsKeyBytes) {
-    return SizeError<K>("encapsulation key buffer", kEncapsKeyBytes, ek.size());
-  }
-  if (dk.size() != kDecapsKeyBytes) {
-    return SizeError<K>("decapsulation key buffer", kDecapsKeyBytes, dk.size());
-  }
-  KeyGenInternal(seed.template first<32>(), seed.template subspan<32, 32>(),
-                 ek.template first<kEncapsKeyBytes>(), dk.template first<kDecapsKeyBytes>());
-  return absl::OkStatus();
+  KemKeyGenItem item{seed, ek, dk, {}, {}};
+  KeyGenBatch(std::span(&item, 1), OsRandom());  // a seed is given: nothing is drawn
+  return item.status;
 }
 
 template <int K>
 absl::Status MlKem<K>::KeyGen(MutBytes ek, MutBytes dk, RandomSource& rng, MutBytes seed_out) {
-  if (ek.size() != kEncapsKeyBytes) {
-    return SizeError<K>("encapsulation key buffer", kEncapsKeyBytes, ek.size());
-  }
-  if (dk.size() != kDecapsKeyBytes) {
-    return SizeError<K>("decapsulation key buffer", kDecapsKeyBytes, dk.size());
-  }
-  if (!seed_out.empty() && seed_out.size() != kSeedBytes) {
-    return SizeError<K>("seed output buffer", kSeedBytes, seed_out.size());
-  }
-  // Alg. 19: d, z <- random bytes; a failure of the source is reported, never ignored.
-  uint8_t seed[kSeedBytes];
-  ZeroOnExit wipe_seed(seed);
-  if (absl::Status st = rng.Generate(MutBytes(seed, sizeof(seed))); !st.ok()) {
-    return RandomError<K>("key generation", st);
-  }
-  const Bytes s(seed, sizeof(seed));
-  KeyGenInternal(s.first<32>(), s.subspan<32, 32>(), ek.first<kEncapsKeyBytes>(),
-                 dk.first<kDecapsKeyBytes>());
-  if (!seed_out.empty()) std::memcpy(seed_out.data(), seed, kSeedBytes);
-  return absl::OkStatus();
+  KemKeyGenItem item{{}, ek, dk, seed_out, {}};
+  KeyGenBatch(std::span(&item, 1), rng);
+  return item.status;
 }
 
 template <int K>
@@ -656,68 +637,26 @@ absl::Status MlKem<K>::CheckExpandedPrivateKey(Bytes dk, Bytes ek) {
 
 template <int K>
 absl::Status MlKem<K>::EncapsDerand(Bytes ek, Bytes m, MutBytes ct, MutBytes ss) {
-  if (ek.size() != kEncapsKeyBytes) {
-    return SizeError<K>("encapsulation key", kEncapsKeyBytes, ek.size());
-  }
   if (m.size() != kEncapsRandomBytes) {
     return SizeError<K>("encapsulation randomness m", kEncapsRandomBytes, m.size());
   }
-  if (ct.size() != kCiphertextBytes) {
-    return SizeError<K>("ciphertext buffer", kCiphertextBytes, ct.size());
-  }
-  if (ss.size() != kSharedSecretBytes) {
-    return SizeError<K>("shared secret buffer", kSharedSecretBytes, ss.size());
-  }
-  Poly t_hat[K];
-  if (absl::Status st = DecodeEncapsKey<K>(ek.data(), t_hat); !st.ok()) return st;
-  EncapsInternal<K>(t_hat, ek.data(), m.data(), ct.data(), ss.data());
-  return absl::OkStatus();
+  KemEncapsItem item{ek, m, ct, ss, {}};
+  EncapsBatch(std::span(&item, 1), OsRandom());  // m is given: nothing is drawn
+  return item.status;
 }
 
 template <int K>
 absl::Status MlKem<K>::Encaps(Bytes ek, MutBytes ct, MutBytes ss, RandomSource& rng) {
-  // Length checks before drawing randomness; EncapsDerand repeats them (cheap) and does the
-  // modulus check.
-  if (ek.size() != kEncapsKeyBytes) {
-    return SizeError<K>("encapsulation key", kEncapsKeyBytes, ek.size());
-  }
-  if (ct.size() != kCiphertextBytes) {
-    return SizeError<K>("ciphertext buffer", kCiphertextBytes, ct.size());
-  }
-  if (ss.size() != kSharedSecretBytes) {
-    return SizeError<K>("shared secret buffer", kSharedSecretBytes, ss.size());
-  }
-  // Alg. 20: m <- 32 random bytes.
-  uint8_t m[kEncapsRandomBytes];
-  ZeroOnExit wipe_m(m);
-  if (absl::Status st = rng.Generate(MutBytes(m, sizeof(m))); !st.ok()) {
-    return RandomError<K>("encapsulation", st);
-  }
-  return EncapsDerand(ek, Bytes(m, sizeof(m)), ct, ss);
+  KemEncapsItem item{ek, {}, ct, ss, {}};
+  EncapsBatch(std::span(&item, 1), rng);
+  return item.status;
 }
 
 template <int K>
 absl::Status MlKem<K>::Decaps(Bytes dk, Bytes ct, MutBytes ss) {
-  if (ct.size() != kCiphertextBytes) {
-    return SizeError<K>("ciphertext", kCiphertextBytes, ct.size());
-  }
-  if (ss.size() != kSharedSecretBytes) {
-    return SizeError<K>("shared secret buffer", kSharedSecretBytes, ss.size());
-  }
-  if (dk.size() == kSeedBytes) {
-    // Seed form d||z: expand on the stack (Alg. 16), use, wipe.
-    uint8_t expanded[kDecapsKeyBytes];
-    ZeroOnExit wipe_expanded(expanded);
-    ExpandDecapsKey<K>(dk.data(), dk.data() + 32, expanded);
-    DecapsInternal<K>(expanded, ct.data(), ss.data(), /*check_hash=*/false);
-    return absl::OkStatus();
-  }
-  if (dk.size() != kDecapsKeyBytes) return DecapsKeyLengthError<K>(dk.size());
-  // The §7.3 hash check runs inside, side by side with the other hashes.
-  if (!DecapsInternal<K>(dk.data(), ct.data(), ss.data(), /*check_hash=*/true)) {
-    return HashCheckError<K>();
-  }
-  return absl::OkStatus();
+  KemDecapsItem item{dk, ct, ss, {}};
+  DecapsBatch(std::span(&item, 1));
+  return item.status;
 }
 
 // Batch entry points. Each chunk of up to kBatchChunk items goes through three phases:
@@ -769,6 +708,14 @@ void MlKem<K>::KeyGenBatch(std::span<KemKeyGenItem> items, RandomSource& rng) {
       }
       item.status = absl::OkStatus();
       live[n++] = &item;
+    }
+    if (n == 1) {
+      // One request: Alg. 16 on its own (G alone instead of a one-lane multi-hash).
+      KemKeyGenItem& item = *live[0];
+      ExpandDecapsKey<K>(seeds[0], seeds[0] + kSymBytes, item.dk.data());
+      std::memcpy(item.ek.data(), item.dk.data() + L::kDkEkOffset, kEncapsKeyBytes);
+      if (!item.seed_out.empty()) std::memcpy(item.seed_out.data(), seeds[0], kSeedBytes);
+      continue;
     }
     // (ρ, σ) = G(d || k) for every item (Alg. 13 step 1).
     const uint8_t* g_in[kBatchChunk];
@@ -841,6 +788,14 @@ void MlKem<K>::EncapsBatch(std::span<KemEncapsItem> items, RandomSource& rng) {
       item.status = absl::OkStatus();
       live[n++] = &item;
     }
+    if (n == 1) {
+      // One request: its own fixed lane plan (H(ek) beside the rows of Â^T) costs about 0.7x
+      // of the cross-request path below with three idle lanes (bench/RESULTS.md, "batch of
+      // one"): the single-request strategy of the same entry point.
+      EncapsInternal<K>(t_hat[0], live[0]->ek.data(), ms[0], live[0]->ct.data(),
+                        live[0]->ss.data());
+      continue;
+    }
     // H(ek), then (K, r) = G(m || H(ek)) for every item (Alg. 17 step 1).
     const uint8_t* in[kBatchChunk];
     const uint8_t* tail[kBatchChunk];
@@ -910,6 +865,16 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
         continue;
       }
       cand[nc++] = &item;
+    }
+    if (nc == 1) {
+      // One request: the single-request fixed lane plan (G, the §7.3 hash check and J beside
+      // the rows of Â^T) costs about 0.55x of the cross-request path below (bench/RESULTS.md,
+      // "batch of one").
+      KemDecapsItem& item = *cand[0];
+      item.status = DecapsInternal<K>(cand_dk[0], item.ct.data(), item.ss.data(), needs_check[0])
+                        ? absl::OkStatus()
+                        : HashCheckError<K>();
+      continue;
     }
     // §7.3 hash check of the expanded keys: H(ek) side by side, compared with the stored h.
     const uint8_t* in[kBatchChunk];

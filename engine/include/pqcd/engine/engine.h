@@ -41,8 +41,9 @@ namespace pqcd::engine {
 // node-local scratch (empty on entry; the executor may Reset it). Provided by pqcd_engine_pqc
 // (pqcd/engine/pqc_executor.h) so that the core engine does not depend on the ML-KEM/ML-DSA
 // libraries.
-using KernelExecutor = void (*)(Operation op, uint8_t algorithm, std::span<Job* const> jobs,
-                                std::span<absl::Status> statuses, ScratchArena& arena);
+using KernelExecutor = void (*)(Operation op, kernels::AlgorithmId algorithm,
+                                std::span<Job* const> jobs, std::span<absl::Status> statuses,
+                                ScratchArena& arena);
 
 inline constexpr int kMaxBatchLimit = 256;
 

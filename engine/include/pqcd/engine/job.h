@@ -10,12 +10,13 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <variant>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/hash.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 
@@ -26,33 +27,34 @@ using kernels::MutBytes;
 
 enum class Operation : uint8_t {
   kNull,       // does nothing (benchmarks, tests); always OK
-  kHash,       // algorithm: kernels::HashAlgorithm
-  kKemKeyGen,  // algorithm: kernels::KemAlgorithm
-  kKemEncaps,  // algorithm: kernels::KemAlgorithm
-  kKemDecaps,  // algorithm: kernels::KemAlgorithm
-  kDsaKeyGen,  // algorithm: kernels::DsaAlgorithm
-  kDsaSign,    // algorithm: kernels::DsaAlgorithm
-  kDsaVerify,  // algorithm: kernels::DsaAlgorithm
+  kHash,       // HashItem
+  kKemKeyGen,  // kernels::KemKeyGenItem
+  kKemEncaps,  // kernels::KemEncapsItem
+  kKemDecaps,  // kernels::KemDecapsItem
+  kDsaKeyGen,  // kernels::DsaKeyGenItem
+  kDsaSign,    // kernels::DsaSignItem
+  kDsaVerify,  // kernels::DsaVerifyItem
 };
 inline constexpr int kNumOperations = 8;
-// Algorithm values are below this bound for every operation (stats are indexed by it).
-inline constexpr int kMaxAlgorithms = 16;
 std::string_view OperationName(Operation op);
-// "SHA3-256", "ML-KEM-768", "ML-DSA-65", "null"; "?" for an out-of-range value.
-std::string_view AlgorithmName(Operation op, uint8_t algorithm);
+// The registry's name of the algorithm ("SHA3-256", "ML-KEM-768"); "null" for kNull.
+std::string_view AlgorithmName(Operation op, kernels::AlgorithmId algorithm);
 
-// Options of an operation (only the ones its operation uses are read).
-struct JobOptions {
-  // ML-DSA sign/verify: context (0..255 bytes), HashML-DSA pre-hash, external mu.
-  Bytes context;
-  kernels::PreHash prehash = kernels::PreHash::kNone;
-  bool external_mu = false;
-  // ML-DSA sign: rnd = 0^32 (deterministic variant) instead of fresh randomness.
-  bool deterministic = false;
-  // Hash with an XOF (SHAKE128/256): number of output bytes; 0 = output.size(). Must be
-  // <= output.size(). Fixed-length hashes need output.size() == HashDigestBytes().
-  size_t xof_bytes = 0;
+struct NullItem {};
+// A hash. Fixed-length hashes need digest.size() == the algorithm's digest size; an XOF (SHAKE)
+// writes digest.size() bytes.
+struct HashItem {
+  Bytes message;
+  MutBytes digest;
+  absl::Status status;
 };
+
+// One payload type per operation: the kernels' batch items (the engine hands them to the batch
+// entry points as they are) and HashItem. The variant index is the Operation.
+using Payload = std::variant<NullItem, HashItem, kernels::KemKeyGenItem, kernels::KemEncapsItem,
+                             kernels::KemDecapsItem, kernels::DsaKeyGenItem, kernels::DsaSignItem,
+                             kernels::DsaVerifyItem>;
+static_assert(std::variant_size_v<Payload> == kNumOperations);
 
 class Job;
 // Called exactly once, on an engine worker thread (or, for a rejected Submit, on the submitting
@@ -69,40 +71,27 @@ class Job {
   Job& operator=(const Job&) = delete;
 
   // ---- What to do ------------------------------------------------------------------------------
-  Operation op = Operation::kNull;
-  // The algorithm enum of the operation's family, as its integer value (e.g.
-  // static_cast<uint8_t>(kernels::KemAlgorithm::kMlKem768)); use the Set* helpers below.
-  uint8_t algorithm = 0;
-  JobOptions options;
-
-  // ---- Inputs (caller-owned views; must outlive the completion) ---------------------------------
-  // hash: the message. dsa sign/verify: the message, or mu (64 bytes) when options.external_mu.
-  Bytes message;
-  // kem encaps: ek. kem decaps: dk (64-byte seed or expanded). dsa sign: sk (32-byte seed or
-  // expanded). dsa verify: pk.
-  Bytes key;
-  // kem decaps: the ciphertext. dsa verify: the signature.
-  Bytes ciphertext;
-  // keygen: the seed (KEM 64 bytes d||z, DSA 32 bytes xi) or empty for fresh randomness.
-  // kem encaps: the 32-byte m (tests/KATs) or empty for fresh randomness.
-  // dsa sign: explicit 32-byte rnd (tests) or empty.
-  Bytes seed;
-
-  // ---- Outputs (caller-owned buffers) ----------------------------------------------------------
-  // hash: the digest. kem encaps: the ciphertext. dsa sign: the signature.
-  MutBytes output;
-  // keygen: the public key (KEM ek / DSA pk).
-  MutBytes public_key;
-  // keygen: the private key (KEM dk / DSA sk).
-  MutBytes private_key;
-  // kem encaps/decaps: the 32-byte shared secret.
-  MutBytes shared_secret;
-  // keygen: optional, receives the seed when `seed` is empty.
-  MutBytes seed_out;
-
-  // ---- Per-item result (valid when the completion's status is OK) -------------------------------
-  bool verified = false;    // dsa verify: the verdict (a bad signature is OK + false)
-  size_t output_bytes = 0;  // hash: bytes written to output; sign: signature bytes
+  // Sets the operation (the payload type's) and the algorithm, and returns the payload to fill
+  // in: inputs are views of caller-owned memory, outputs caller-owned buffers; both must outlive
+  // the completion. The kernels check every size and name the field in their error.
+  template <class Item>
+  Item& Set(kernels::AlgorithmId algorithm) {
+    algorithm_ = algorithm;
+    return payload_.emplace<Item>();
+  }
+  Operation op() const { return static_cast<Operation>(payload_.index()); }
+  kernels::AlgorithmId algorithm() const { return algorithm_; }
+  // The payload as set; after the completion it also holds the item's result
+  // (DsaVerifyItem::valid).
+  template <class Item>
+  Item& item() {
+    return std::get<Item>(payload_);
+  }
+  template <class Item>
+  const Item& item() const {
+    return std::get<Item>(payload_);
+  }
+  Payload& payload() { return payload_; }
 
   // ---- Scheduling -------------------------------------------------------------------------------
   // Jobs still queued at the deadline complete with DEADLINE_EXCEEDED without running.
@@ -120,27 +109,9 @@ class Job {
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
-  // Resets the result and scheduling state so that the Job can be submitted again (inputs,
-  // outputs and the completion are kept).
-  void ResetForReuse() {
-    verified = false;
-    output_bytes = 0;
-    cancelled_.store(false, std::memory_order_relaxed);
-  }
-
-  // Typed helpers.
-  void SetHash(kernels::HashAlgorithm alg) {
-    op = Operation::kHash;
-    algorithm = static_cast<uint8_t>(alg);
-  }
-  void SetKem(Operation kem_op, kernels::KemAlgorithm alg) {
-    op = kem_op;
-    algorithm = static_cast<uint8_t>(alg);
-  }
-  void SetDsa(Operation dsa_op, kernels::DsaAlgorithm alg) {
-    op = dsa_op;
-    algorithm = static_cast<uint8_t>(alg);
-  }
+  // Resets the cancellation so that the Job can be submitted again (the payload, with its inputs
+  // and outputs, and the completion are kept).
+  void ResetForReuse() { cancelled_.store(false, std::memory_order_relaxed); }
 
   // Set by Submit: when the job was queued (for queue-wait statistics).
   Clock::time_point enqueue_time() const { return enqueue_time_; }
@@ -149,6 +120,8 @@ class Job {
   friend class Engine;
   friend class Worker;
   friend class Batcher;
+  Payload payload_;
+  kernels::AlgorithmId algorithm_ = kernels::AlgorithmId::kSha3_256;
   std::atomic<bool> cancelled_{false};
   Clock::time_point enqueue_time_{};
 };

@@ -22,7 +22,7 @@ inline constexpr int kBatchBuckets = 9;
 
 struct OpStats {
   Operation op = Operation::kNull;
-  uint8_t algorithm = 0;
+  kernels::AlgorithmId algorithm{};
   uint64_t jobs = 0;               // ran (OK or kernel error)
   uint64_t errors = 0;             // ran and the kernel returned an error
   uint64_t expired = 0;            // dropped: deadline passed while queued

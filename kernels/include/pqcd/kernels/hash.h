@@ -31,7 +31,7 @@ enum class HashAlgorithm : uint8_t {
 };
 inline constexpr int kNumHashAlgorithms = 13;
 
-// Canonical names as ACVP spells them: "SHA3-256", "SHAKE-128", "SM3", "SHA2-512/256", ...
+// The registry's names (algorithms.h): "SHA3-256", "SHAKE128", "SM3", "SHA2-512/256", ...
 std::string_view HashName(HashAlgorithm alg);
 // Accepts the canonical names and common variants ("SHA-256", "SHAKE128", "sha3_256").
 std::optional<HashAlgorithm> ParseHashName(std::string_view name);

@@ -33,7 +33,9 @@ enum class PreHash : uint8_t {
   kShake128,  // 256-bit output
   kShake256,  // 512-bit output
 };
-std::string_view PreHashName(PreHash ph);  // ACVP spelling: "SHA2-256", "SHAKE-128", ...
+// The name of the pre-hash's hash function ("SHA2-256", "SHAKE128"), "none" for kNone.
+std::string_view PreHashName(PreHash ph);
+// Any spelling ParseAlgorithmName (algorithms.h) accepts for a pre-hash's hash; "none" or "".
 std::optional<PreHash> ParsePreHashName(std::string_view name);
 
 // How a message is turned into mu. The byte fields are views of the caller's memory, which must
@@ -168,21 +170,5 @@ static_assert(MlDsa87::kPublicKeyBytes == 2592 && MlDsa87::kPrivateKeyBytes == 4
 extern template class MlDsa<4, 4>;
 extern template class MlDsa<6, 5>;
 extern template class MlDsa<8, 7>;
-
-struct DsaInfo {
-  DsaAlgorithm algorithm;
-  std::string_view name;
-  size_t pk_bytes, sk_bytes, sig_bytes, seed_bytes;
-  void (*keygen_batch)(std::span<DsaKeyGenItem>, RandomSource&);
-  void (*sign_batch)(std::span<DsaSignItem>, RandomSource&);
-  void (*verify_batch)(std::span<DsaVerifyItem>);
-  absl::Status (*pairwise_check)(Bytes pk, Bytes sk);
-  absl::Status (*check_expanded_sk)(Bytes sk, Bytes pk, MutBytes pk_out);
-};
-const DsaInfo& GetDsaInfo(DsaAlgorithm alg);
-
-// MlDsa<K, L>::CheckExpandedPrivateKey of the parameter set `alg`.
-absl::Status CheckExpandedPrivateKey(DsaAlgorithm alg, Bytes sk, Bytes pk = {},
-                                     MutBytes pk_out = {});
 
 }  // namespace pqcd::kernels

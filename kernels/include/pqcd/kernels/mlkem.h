@@ -121,21 +121,4 @@ extern template class MlKem<2>;
 extern template class MlKem<3>;
 extern template class MlKem<4>;
 
-// Run-time view of one parameter set, for the engine and the server.
-struct KemInfo {
-  KemAlgorithm algorithm;
-  std::string_view name;
-  size_t ek_bytes, dk_bytes, ct_bytes, ss_bytes, seed_bytes;
-  absl::Status (*check_ek)(Bytes);
-  absl::Status (*check_dk)(Bytes);
-  void (*keygen_batch)(std::span<KemKeyGenItem>, RandomSource&);
-  void (*encaps_batch)(std::span<KemEncapsItem>, RandomSource&);
-  void (*decaps_batch)(std::span<KemDecapsItem>);
-  absl::Status (*check_expanded_dk)(Bytes dk, Bytes ek);
-};
-const KemInfo& GetKemInfo(KemAlgorithm alg);
-
-// MlKem<K>::CheckExpandedPrivateKey of the parameter set `alg`.
-absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek = {});
-
 }  // namespace pqcd::kernels

@@ -1,0 +1,136 @@
+// The function tables of the registry: one row per algorithm of kAlgorithms.
+#include "pqcd/kernels/registry.h"
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+namespace pqcd::kernels {
+namespace {
+
+template <int K>
+constexpr KemFunctions kKem = {&MlKem<K>::CheckEncapsKey, &MlKem<K>::CheckDecapsKey,
+                               &MlKem<K>::KeyGenBatch,    &MlKem<K>::EncapsBatch,
+                               &MlKem<K>::DecapsBatch,    &MlKem<K>::CheckExpandedPrivateKey};
+
+template <int K, int L>
+constexpr DsaFunctions kDsa = {&MlDsa<K, L>::KeyGenBatch, &MlDsa<K, L>::SignBatch,
+                               &MlDsa<K, L>::VerifyBatch, &MlDsa<K, L>::PairwiseCheck,
+                               &MlDsa<K, L>::CheckExpandedPrivateKey};
+
+// The public half of a private key of `Alg` (MlKem<K> or MlDsa<K, L>): key generation of a seed
+// (a batch of one: the one key-generation path), or the consistency check of an expanded key,
+// which yields the public key.
+template <AlgorithmId kId, class Alg, class KeyGenItem>
+absl::Status PublicKeyOf(Bytes sk, MutBytes pk) {
+  constexpr bool kKemAlg = std::is_same_v<KeyGenItem, KemKeyGenItem>;
+  constexpr size_t kPk = Facts(kId).public_key_bytes;
+  constexpr size_t kSk = Facts(kId).private_key_bytes;
+  if (pk.size() != kPk) {
+    return absl::InvalidArgumentError(std::string(Alg::kName) + " public key buffer: expected " +
+                                      std::to_string(kPk) + " bytes, got " +
+                                      std::to_string(pk.size()));
+  }
+  if (sk.size() == Alg::kSeedBytes) {
+    uint8_t expanded[kSk];
+    ZeroOnExit wipe(expanded);
+    KeyGenItem item{sk, pk, MutBytes(expanded, kSk), {}, {}};
+    Alg::KeyGenBatch(std::span(&item, 1), OsRandom());
+    return item.status;
+  }
+  if (sk.size() != kSk) {
+    return absl::InvalidArgumentError(std::string(Alg::kName) + " private_key: expected " +
+                                      std::to_string(Alg::kSeedBytes) + " (seed) or " +
+                                      std::to_string(kSk) + " (expanded) bytes, got " +
+                                      std::to_string(sk.size()));
+  }
+  if constexpr (kKemAlg) {
+    if (absl::Status s = Alg::CheckExpandedPrivateKey(sk); !s.ok()) return s;
+    // dk = dk_PKE (384 k bytes) || ek || H(ek) || z (FIPS 203 Alg. 16).
+    const Bytes ek = sk.subspan(kSk - kPk - 64, kPk);
+    std::copy(ek.begin(), ek.end(), pk.begin());
+    return absl::OkStatus();
+  } else {
+    return Alg::CheckExpandedPrivateKey(sk, {}, pk);
+  }
+}
+
+constexpr const KemFunctions* KemOf(AlgorithmId id) {
+  switch (id) {
+    case AlgorithmId::kMlKem512:
+      return &kKem<2>;
+    case AlgorithmId::kMlKem768:
+      return &kKem<3>;
+    case AlgorithmId::kMlKem1024:
+      return &kKem<4>;
+    default:
+      return nullptr;
+  }
+}
+
+constexpr const DsaFunctions* DsaOf(AlgorithmId id) {
+  switch (id) {
+    case AlgorithmId::kMlDsa44:
+      return &kDsa<4, 4>;
+    case AlgorithmId::kMlDsa65:
+      return &kDsa<6, 5>;
+    case AlgorithmId::kMlDsa87:
+      return &kDsa<8, 7>;
+    default:
+      return nullptr;
+  }
+}
+
+using PublicKeyOfFunction = absl::Status (*)(Bytes, MutBytes);
+constexpr PublicKeyOfFunction PublicKeyOfFn(AlgorithmId id) {
+  switch (id) {
+    case AlgorithmId::kMlKem512:
+      return &PublicKeyOf<AlgorithmId::kMlKem512, MlKem512, KemKeyGenItem>;
+    case AlgorithmId::kMlKem768:
+      return &PublicKeyOf<AlgorithmId::kMlKem768, MlKem768, KemKeyGenItem>;
+    case AlgorithmId::kMlKem1024:
+      return &PublicKeyOf<AlgorithmId::kMlKem1024, MlKem1024, KemKeyGenItem>;
+    case AlgorithmId::kMlDsa44:
+      return &PublicKeyOf<AlgorithmId::kMlDsa44, MlDsa44, DsaKeyGenItem>;
+    case AlgorithmId::kMlDsa65:
+      return &PublicKeyOf<AlgorithmId::kMlDsa65, MlDsa65, DsaKeyGenItem>;
+    case AlgorithmId::kMlDsa87:
+      return &PublicKeyOf<AlgorithmId::kMlDsa87, MlDsa87, DsaKeyGenItem>;
+    default:
+      return nullptr;
+  }
+}
+
+constexpr std::array<AlgorithmDescriptor, kNumAlgorithms> MakeRegistry() {
+  std::array<AlgorithmDescriptor, kNumAlgorithms> out{};
+  for (size_t i = 0; i < kNumAlgorithms; ++i) {
+    const AlgorithmFacts& f = kAlgorithms[i];
+    out[i] = AlgorithmDescriptor{&f, KemOf(f.id), DsaOf(f.id), PublicKeyOfFn(f.id)};
+  }
+  return out;
+}
+
+constexpr std::array<AlgorithmDescriptor, kNumAlgorithms> kRegistry = MakeRegistry();
+
+// Every KEM and DSA row has its function tables: checked by tests/kernels/test_kernels_registry.cc
+// (a static_assert on the addresses is not a constant expression under -fsanitize=undefined).
+
+}  // namespace
+
+std::span<const AlgorithmDescriptor> Registry() {
+  return kRegistry;
+}
+
+const AlgorithmDescriptor& Describe(AlgorithmId id) {
+  return kRegistry[static_cast<size_t>(id)];
+}
+
+absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek) {
+  return Describe(IdOf(alg)).kem->check_expanded_dk(dk, ek);
+}
+
+absl::Status CheckExpandedPrivateKey(DsaAlgorithm alg, Bytes sk, Bytes pk, MutBytes pk_out) {
+  return Describe(IdOf(alg)).dsa->check_expanded_sk(sk, pk, pk_out);
+}
+
+}  // namespace pqcd::kernels
