@@ -373,9 +373,27 @@ TEST_F(HashStreamLimits, DurationIsCapped) {
   EXPECT_TRUE(Contains(s.error_message(), "--hash-stream-max-duration")) << s.error_message();
 }
 
-TEST_F(HashStreamLimits, ConcurrentStreamsAreCapped) {
-  // Streams of earlier tests hold their slots until the daemon is done with them, which may be a
-  // moment after their client saw the status.
+// The stream cap on a daemon of its own, whose idle and duration limits are far away: with the
+// 3 s / 6 s limits above, a slow machine (ASan, a loaded CI runner) could end a held stream for
+// idleness while the test still opens the others, which frees its slot.
+class HashStreamSlots : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    daemon_ = new Daemon;
+    ASSERT_TRUE(daemon_->Start({"--hash-stream-idle", "300", "--hash-stream-max-duration", "600",
+                                "--max-hash-streams", "3", "--log-level", "warn"}))
+        << daemon_->log();
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->log();
+    delete daemon_;
+  }
+  static Daemon* daemon_;
+};
+Daemon* HashStreamSlots::daemon_ = nullptr;
+
+TEST_F(HashStreamSlots, ConcurrentStreamsAreCapped) {
+  // No stream of another test shares this daemon; wait anyway until it reports none in flight.
   for (int i = 0; i < 200; ++i) {
     if (MetricValue(HttpGet(daemon_->metrics_port(), "/metrics"), "pqcd_inflight_requests") == 0) {
       break;
@@ -391,8 +409,16 @@ TEST_F(HashStreamLimits, ConcurrentStreamsAreCapped) {
     writers.push_back(stub->HashStream(ctxs.back().get(), &resps[i]));
     ASSERT_TRUE(writers.back()->Write(Chunk(1)));
   }
-  // The fourth is refused at once. (The three open ones hold their slots until they end; the
-  // daemon has seen each one's first message, so each is counted.)
+  // A slot is taken when the daemon creates the call's handler, which may happen in any order
+  // for calls of one channel: wait until it reports the three in flight, so that the fourth is
+  // the one refused.
+  for (int i = 0; i < 200; ++i) {
+    if (MetricValue(HttpGet(daemon_->metrics_port(), "/metrics"), "pqcd_inflight_requests") >= 3) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  // The fourth is refused at once (the three open ones hold their slots until they end).
   for (int attempt = 0;; ++attempt) {
     auto ctx = Ctx();
     auto w = stub->HashStream(ctx.get(), &resps[3]);
