@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "convert.h"
+#include "in_flight.h"
 #include "stream_wire.h"
 
 namespace pqcd::client::internal {
@@ -133,11 +134,15 @@ class SharedStream final
   void OnDone(const grpc::Status& status) override;
 
  private:
-  SharedStream(Batcher* b, Lane* lane) : b_(b), lane_(lane) {}
+  SharedStream(Batcher* b, Lane* lane) : ticket_(b->streams_.Begin()), b_(b), lane_(lane) {}
   bool BuildLocked();
   bool HeldLocked() const { return delivering_ > 0; }
   void ReleaseHoldLocked(std::unique_lock<std::mutex>& lock);
 
+  // First member, so destroyed last: the batcher's destructor waits for it, and so the stream's
+  // context (and its reference to the channel) is gone before the client drops its channels
+  // (in_flight.h). Where the last reference to the stream goes (OnDone, a lane) does not matter.
+  InFlight::Ticket ticket_;
   Batcher* const b_;
   Lane* const lane_;
   grpc::ClientContext ctx_;
@@ -249,10 +254,6 @@ void Timer::Run() {
 std::shared_ptr<SharedStream> SharedStream::Create(Batcher* b, Lane* lane, int channel) {
   std::shared_ptr<SharedStream> s(new SharedStream(b, lane));
   s->self_ = s;
-  {
-    std::lock_guard lock(b->live_mu_);
-    ++b->live_streams_;
-  }
   b->streams_opened_.fetch_add(1, std::memory_order_relaxed);
   // No deadline: the stream outlives its calls, whose deadlines the client keeps. Not
   // wait_for_ready: a stream that cannot reach a daemon fails at once, and the lane then applies
@@ -434,8 +435,6 @@ void SharedStream::OnDone(const grpc::Status& status) {
        b->stopping_.load() ? absl::CancelledError("the client is shutting down")
                            : StreamFailure(status));
   lane_->StreamEnded(this, std::move(unsent), never_sent, status);
-  std::lock_guard lock(b->live_mu_);
-  if (--b->live_streams_ == 0) b->live_cv_.notify_all();
 }
 
 // ---- Lane ---------------------------------------------------------------------------------------
@@ -572,11 +571,8 @@ Batcher::Batcher(const BatchingOptions& options, BatcherEnv env)
 Batcher::~Batcher() {
   stopping_.store(true);
   for (auto& lane : lanes_) lane->Stop();
-  {
-    std::unique_lock lock(live_mu_);
-    live_cv_.wait(lock, [&] { return live_streams_ == 0; });
-  }
-  timer_->Stop();  // every call has completed by now
+  streams_.Close();  // every stream has ended and is destroyed, its context with it
+  timer_->Stop();    // every call has completed by now
   timer_.reset();
 }
 

@@ -3,13 +3,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "in_flight.h"
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqcd/client/client.h"
 
@@ -34,8 +33,9 @@ class Timer;
 class Batcher {
  public:
   Batcher(const BatchingOptions& options, BatcherEnv env);
-  // Cancels the shared streams and waits for them to end; calls still pending complete CANCELLED.
-  // Must not run on a thread that is delivering one of this batcher's callbacks.
+  // Cancels the shared streams and waits until they have ended and are destroyed (their contexts
+  // with them: see in_flight.h); calls still pending complete CANCELLED. Must not run on a thread
+  // that is delivering one of this batcher's callbacks.
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -62,12 +62,11 @@ class Batcher {
   std::atomic<uint64_t> next_lane_{0};
   std::atomic<bool> stopping_{false};
 
-  // Counters (StreamStats) and the number of streams whose OnDone has not finished.
+  // Counters (StreamStats).
   std::atomic<uint64_t> messages_sent_{0}, operations_sent_{0}, messages_received_{0},
       results_received_{0}, streams_opened_{0};
-  std::mutex live_mu_;
-  std::condition_variable live_cv_;
-  int live_streams_ = 0;
+  // The shared streams not yet destroyed (each holds a Ticket).
+  InFlight streams_;
 };
 
 }  // namespace pqcd::client::internal

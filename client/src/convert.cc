@@ -81,24 +81,8 @@ void ToProto(const HashOp& op, pqc::v1::HashRequest* out) {
   out->set_output_length(op.output_length);
 }
 void ToProto(const Operation& op, pqc::v1::Operation* out) {
-  std::visit(
-      [out](const auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, KeyGenOp>) {
-          ToProto(o, out->mutable_keygen());
-        } else if constexpr (std::is_same_v<T, EncapsOp>) {
-          ToProto(o, out->mutable_encaps());
-        } else if constexpr (std::is_same_v<T, DecapsOp>) {
-          ToProto(o, out->mutable_decaps());
-        } else if constexpr (std::is_same_v<T, SignOp>) {
-          ToProto(o, out->mutable_sign());
-        } else if constexpr (std::is_same_v<T, VerifyOp>) {
-          ToProto(o, out->mutable_verify());
-        } else {
-          ToProto(o, out->mutable_hash());
-        }
-      },
-      op);
+  std::visit([out](const auto& o) { ToProto(o, OperationField<std::decay_t<decltype(o)>>(out)); },
+             op);
 }
 void ToProto(const ImportKeyOp& op, pqc::v1::ImportKeyRequest* out) {
   out->set_algorithm(Alg(op.algorithm));

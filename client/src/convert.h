@@ -3,6 +3,8 @@
 
 #include <grpcpp/support/status.h>
 
+#include <type_traits>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pqc/v1/crypto.pb.h"
@@ -12,6 +14,25 @@
 namespace pqcd::client::internal {
 
 absl::Status FromGrpc(const grpc::Status& status);
+
+// The field of an Operation message that carries an operation of kind Op.
+template <class Op>
+auto* OperationField(pqc::v1::Operation* p) {
+  if constexpr (std::is_same_v<Op, KeyGenOp>) {
+    return p->mutable_keygen();
+  } else if constexpr (std::is_same_v<Op, EncapsOp>) {
+    return p->mutable_encaps();
+  } else if constexpr (std::is_same_v<Op, DecapsOp>) {
+    return p->mutable_decaps();
+  } else if constexpr (std::is_same_v<Op, SignOp>) {
+    return p->mutable_sign();
+  } else if constexpr (std::is_same_v<Op, VerifyOp>) {
+    return p->mutable_verify();
+  } else {
+    static_assert(std::is_same_v<Op, HashOp>);
+    return p->mutable_hash();
+  }
+}
 
 void ToProto(const KeyGenOp& op, pqc::v1::KeyGenRequest* out);
 void ToProto(const EncapsOp& op, pqc::v1::EncapsRequest* out);

@@ -1,123 +1,104 @@
 #include "pqcd/client/types.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pqcd/kernels/algorithms.h"
 
 namespace pqcd::client {
 namespace {
 
-struct AlgorithmEntry {
-  Algorithm algorithm;
-  std::string_view name;
-};
-constexpr AlgorithmEntry kAlgorithms[] = {
-    {Algorithm::kMlKem512, "ML-KEM-512"},
-    {Algorithm::kMlKem768, "ML-KEM-768"},
-    {Algorithm::kMlKem1024, "ML-KEM-1024"},
-    {Algorithm::kMlDsa44, "ML-DSA-44"},
-    {Algorithm::kMlDsa65, "ML-DSA-65"},
-    {Algorithm::kMlDsa87, "ML-DSA-87"},
-    {Algorithm::kSha3_224, "SHA3-224"},
-    {Algorithm::kSha3_256, "SHA3-256"},
-    {Algorithm::kSha3_384, "SHA3-384"},
-    {Algorithm::kSha3_512, "SHA3-512"},
-    {Algorithm::kShake128, "SHAKE128"},
-    {Algorithm::kShake256, "SHAKE256"},
-    {Algorithm::kSm3, "SM3"},
-    {Algorithm::kSha256, "SHA2-256"},
-    {Algorithm::kSha384, "SHA2-384"},
-    {Algorithm::kSha512, "SHA2-512"},
-    {Algorithm::kSha224, "SHA2-224"},
-    {Algorithm::kSha512_224, "SHA2-512/224"},
-    {Algorithm::kSha512_256, "SHA2-512/256"},
-};
+using kernels::AlgorithmId;
 
-constexpr std::pair<PreHash, std::string_view> kPreHashes[] = {
-    {PreHash::kNone, "none"},
-    {PreHash::kSha2_224, "SHA2-224"},
-    {PreHash::kSha2_256, "SHA2-256"},
-    {PreHash::kSha2_384, "SHA2-384"},
-    {PreHash::kSha2_512, "SHA2-512"},
-    {PreHash::kSha2_512_224, "SHA2-512/224"},
-    {PreHash::kSha2_512_256, "SHA2-512/256"},
-    {PreHash::kSha3_224, "SHA3-224"},
-    {PreHash::kSha3_256, "SHA3-256"},
-    {PreHash::kSha3_384, "SHA3-384"},
-    {PreHash::kSha3_512, "SHA3-512"},
-    {PreHash::kShake128, "SHAKE128"},
-    {PreHash::kShake256, "SHAKE256"},
+// Algorithm's values are the API's numbers, which the registry (kernels/include/pqcd/kernels/
+// algorithms.h) holds with every other fact of an algorithm: names, families and sizes come from
+// there (tests/client/test_types.cc checks each enumerator against it).
+// client::PreHash, pqc.v1.PreHash and kernels::PreHash have the same numbers.
+constexpr std::pair<PreHash, kernels::PreHash> kPreHashEnumerators[] = {
+    {PreHash::kNone, kernels::PreHash::kNone},
+    {PreHash::kSha2_224, kernels::PreHash::kSha2_224},
+    {PreHash::kSha2_256, kernels::PreHash::kSha2_256},
+    {PreHash::kSha2_384, kernels::PreHash::kSha2_384},
+    {PreHash::kSha2_512, kernels::PreHash::kSha2_512},
+    {PreHash::kSha2_512_224, kernels::PreHash::kSha2_512_224},
+    {PreHash::kSha2_512_256, kernels::PreHash::kSha2_512_256},
+    {PreHash::kSha3_224, kernels::PreHash::kSha3_224},
+    {PreHash::kSha3_256, kernels::PreHash::kSha3_256},
+    {PreHash::kSha3_384, kernels::PreHash::kSha3_384},
+    {PreHash::kSha3_512, kernels::PreHash::kSha3_512},
+    {PreHash::kShake128, kernels::PreHash::kShake128},
+    {PreHash::kShake256, kernels::PreHash::kShake256},
 };
-
-// Upper case without '-', '_', ' ' and '/'; "SHA2-" prefixes are also accepted as "SHA".
-std::string Normalize(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == ' ' || c == '/') continue;
-    out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+constexpr bool PreHashesAgree() {
+  for (const auto& [ours, kernel] : kPreHashEnumerators) {
+    if (static_cast<int>(ours) != static_cast<int>(kernel)) return false;
   }
-  return out;
+  return std::size(kPreHashEnumerators) == kernels::kPreHashes.size() + 1;
 }
+static_assert(PreHashesAgree(), "client::PreHash and kernels::PreHash disagree");
 
-std::string NormalizeHash(std::string_view name) {
-  std::string n = Normalize(name);
-  // "SHA2-256" -> SHA256, "SHA2-512/224" -> SHA512224; "SHA256" itself is 6 characters.
-  if (n.size() >= 7 && n.compare(0, 4, "SHA2") == 0) n.erase(3, 1);
-  return n;
+const kernels::AlgorithmFacts* FactsOf(Algorithm a) {
+  return kernels::FindByApiValue(static_cast<int>(a));
 }
 
 }  // namespace
 
 std::string_view AlgorithmName(Algorithm algorithm) {
-  for (const auto& e : kAlgorithms) {
-    if (e.algorithm == algorithm) return e.name;
-  }
-  return "UNSPECIFIED";
+  const kernels::AlgorithmFacts* f = FactsOf(algorithm);
+  return f != nullptr ? f->name : "UNSPECIFIED";
 }
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
-  const std::string wanted = NormalizeHash(name);
-  for (const auto& e : kAlgorithms) {
-    if (NormalizeHash(e.name) == wanted) return e.algorithm;
-  }
-  return std::nullopt;
+  const std::optional<AlgorithmId> id = kernels::ParseAlgorithmName(name);
+  if (!id) return std::nullopt;
+  return static_cast<Algorithm>(kernels::Facts(*id).api_value);
 }
 
 const std::vector<Algorithm>& AllAlgorithms() {
   static const std::vector<Algorithm> all = [] {
     std::vector<Algorithm> v;
-    for (const auto& e : kAlgorithms) v.push_back(e.algorithm);
+    for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) {
+      v.push_back(static_cast<Algorithm>(f.api_value));
+    }
+    std::sort(v.begin(), v.end());
     return v;
   }();
   return all;
 }
 
 bool IsKem(Algorithm a) {
-  return a == Algorithm::kMlKem512 || a == Algorithm::kMlKem768 || a == Algorithm::kMlKem1024;
+  const kernels::AlgorithmFacts* f = FactsOf(a);
+  return f != nullptr && f->family == kernels::Family::kKem;
 }
 bool IsDsa(Algorithm a) {
-  return a == Algorithm::kMlDsa44 || a == Algorithm::kMlDsa65 || a == Algorithm::kMlDsa87;
+  const kernels::AlgorithmFacts* f = FactsOf(a);
+  return f != nullptr && f->family == kernels::Family::kDsa;
 }
 bool IsHash(Algorithm a) {
-  return static_cast<int>(a) >= 20;
+  const kernels::AlgorithmFacts* f = FactsOf(a);
+  return f != nullptr && f->family == kernels::Family::kHash;
 }
 bool IsXof(Algorithm a) {
-  return a == Algorithm::kShake128 || a == Algorithm::kShake256;
+  const kernels::AlgorithmFacts* f = FactsOf(a);
+  return f != nullptr && f->xof;
 }
 
 std::string_view PreHashName(PreHash pre_hash) {
-  for (const auto& [p, name] : kPreHashes) {
-    if (p == pre_hash) return name;
-  }
-  return "?";
+  if (pre_hash == PreHash::kNone) return "none";
+  const kernels::PreHashFacts* p =
+      kernels::FindPreHash(static_cast<kernels::PreHash>(static_cast<int>(pre_hash)));
+  return p != nullptr ? kernels::Facts(p->hash).name : "?";
 }
 
 std::optional<PreHash> ParsePreHash(std::string_view name) {
-  const std::string wanted = NormalizeHash(name);
-  for (const auto& [p, n] : kPreHashes) {
-    if (NormalizeHash(n) == wanted) return p;
+  if (name.empty() || name == "none" || name == "NONE") return PreHash::kNone;
+  const std::optional<AlgorithmId> id = kernels::ParseAlgorithmName(name);
+  if (!id) return std::nullopt;
+  for (const kernels::PreHashFacts& p : kernels::kPreHashes) {
+    if (p.hash == *id) return static_cast<PreHash>(static_cast<int>(p.prehash));
   }
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 // Client library pieces that need no network: names, encodings, channel targets, histogram.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "pqcd/client/client.h"
@@ -18,6 +19,44 @@ TEST(Algorithms, NamesRoundTrip) {
     EXPECT_EQ(*parsed, a) << name;
   }
   EXPECT_EQ(AllAlgorithms().size(), 19u);
+}
+
+// Each enumerator is the API's number of the registry row with that name (the names come from the
+// registry, kernels/include/pqcd/kernels/algorithms.h).
+TEST(Algorithms, EnumeratorsAreTheRegistryRows) {
+  struct Row {
+    Algorithm algorithm;
+    const char* name;
+    int api;
+  };
+  const Row rows[] = {
+      {Algorithm::kMlKem512, "ML-KEM-512", 1},
+      {Algorithm::kMlKem768, "ML-KEM-768", 2},
+      {Algorithm::kMlKem1024, "ML-KEM-1024", 3},
+      {Algorithm::kMlDsa44, "ML-DSA-44", 10},
+      {Algorithm::kMlDsa65, "ML-DSA-65", 11},
+      {Algorithm::kMlDsa87, "ML-DSA-87", 12},
+      {Algorithm::kSha3_224, "SHA3-224", 20},
+      {Algorithm::kSha3_256, "SHA3-256", 21},
+      {Algorithm::kSha3_384, "SHA3-384", 22},
+      {Algorithm::kSha3_512, "SHA3-512", 23},
+      {Algorithm::kShake128, "SHAKE128", 24},
+      {Algorithm::kShake256, "SHAKE256", 25},
+      {Algorithm::kSm3, "SM3", 30},
+      {Algorithm::kSha256, "SHA2-256", 40},
+      {Algorithm::kSha384, "SHA2-384", 41},
+      {Algorithm::kSha512, "SHA2-512", 42},
+      {Algorithm::kSha224, "SHA2-224", 43},
+      {Algorithm::kSha512_224, "SHA2-512/224", 44},
+      {Algorithm::kSha512_256, "SHA2-512/256", 45},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(AlgorithmName(r.algorithm), r.name);
+    EXPECT_EQ(static_cast<int>(r.algorithm), r.api) << r.name;
+  }
+  EXPECT_EQ(AllAlgorithms().size(), std::size(rows));
+  EXPECT_TRUE(std::is_sorted(AllAlgorithms().begin(), AllAlgorithms().end()));
+  EXPECT_EQ(AlgorithmName(Algorithm::kUnspecified), "UNSPECIFIED");
 }
 
 TEST(Algorithms, LenientSpellings) {

@@ -119,6 +119,11 @@ struct StreamStats {
 class Client {
  public:
   static absl::StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+  // Cancels the calls still in flight (their callbacks run with CANCELLED, or with what they had
+  // already got) and waits until every callback has returned and gRPC is done with every call;
+  // only then are the channels released. So: never destroy a Client inside one of its own
+  // callbacks (it would wait for itself). Streams from OpenStream are not affected: each keeps
+  // its own channel until it is destroyed.
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -232,6 +237,8 @@ class Client {
 // first rejected packed message and falls back to one operation per message (nothing runs twice).
 class Stream {
  public:
+  // Finishes the stream first (see Finish). Like a Client, destroy it outside the client's
+  // callbacks: it may hold the last reference to its channel.
   virtual ~Stream() = default;
   // Sends one operation; blocks while max_inflight operations are unanswered. Fails (and never
   // calls done) when the stream has already ended.
