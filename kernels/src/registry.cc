@@ -55,49 +55,36 @@ absl::Status PublicKeyOf(Bytes sk, MutBytes pk) {
   }
 }
 
-constexpr const KemFunctions* KemOf(AlgorithmId id) {
+// The functions of one row; one case per KEM or DSA parameter set, none for a hash.
+struct RowFunctions {
+  const KemFunctions* kem = nullptr;
+  const DsaFunctions* dsa = nullptr;
+  absl::Status (*public_key_of)(Bytes, MutBytes) = nullptr;
+};
+template <AlgorithmId kId, int K>
+constexpr RowFunctions Kem() {
+  return {&kKem<K>, nullptr, &PublicKeyOf<kId, MlKem<K>, KemKeyGenItem>};
+}
+template <AlgorithmId kId, int K, int L>
+constexpr RowFunctions Dsa() {
+  return {nullptr, &kDsa<K, L>, &PublicKeyOf<kId, MlDsa<K, L>, DsaKeyGenItem>};
+}
+constexpr RowFunctions FunctionsOf(AlgorithmId id) {
   switch (id) {
     case AlgorithmId::kMlKem512:
-      return &kKem<2>;
+      return Kem<AlgorithmId::kMlKem512, 2>();
     case AlgorithmId::kMlKem768:
-      return &kKem<3>;
+      return Kem<AlgorithmId::kMlKem768, 3>();
     case AlgorithmId::kMlKem1024:
-      return &kKem<4>;
-    default:
-      return nullptr;
-  }
-}
-
-constexpr const DsaFunctions* DsaOf(AlgorithmId id) {
-  switch (id) {
+      return Kem<AlgorithmId::kMlKem1024, 4>();
     case AlgorithmId::kMlDsa44:
-      return &kDsa<4, 4>;
+      return Dsa<AlgorithmId::kMlDsa44, 4, 4>();
     case AlgorithmId::kMlDsa65:
-      return &kDsa<6, 5>;
+      return Dsa<AlgorithmId::kMlDsa65, 6, 5>();
     case AlgorithmId::kMlDsa87:
-      return &kDsa<8, 7>;
+      return Dsa<AlgorithmId::kMlDsa87, 8, 7>();
     default:
-      return nullptr;
-  }
-}
-
-using PublicKeyOfFunction = absl::Status (*)(Bytes, MutBytes);
-constexpr PublicKeyOfFunction PublicKeyOfFn(AlgorithmId id) {
-  switch (id) {
-    case AlgorithmId::kMlKem512:
-      return &PublicKeyOf<AlgorithmId::kMlKem512, MlKem512, KemKeyGenItem>;
-    case AlgorithmId::kMlKem768:
-      return &PublicKeyOf<AlgorithmId::kMlKem768, MlKem768, KemKeyGenItem>;
-    case AlgorithmId::kMlKem1024:
-      return &PublicKeyOf<AlgorithmId::kMlKem1024, MlKem1024, KemKeyGenItem>;
-    case AlgorithmId::kMlDsa44:
-      return &PublicKeyOf<AlgorithmId::kMlDsa44, MlDsa44, DsaKeyGenItem>;
-    case AlgorithmId::kMlDsa65:
-      return &PublicKeyOf<AlgorithmId::kMlDsa65, MlDsa65, DsaKeyGenItem>;
-    case AlgorithmId::kMlDsa87:
-      return &PublicKeyOf<AlgorithmId::kMlDsa87, MlDsa87, DsaKeyGenItem>;
-    default:
-      return nullptr;
+      return {};
   }
 }
 
@@ -105,7 +92,8 @@ constexpr std::array<AlgorithmDescriptor, kNumAlgorithms> MakeRegistry() {
   std::array<AlgorithmDescriptor, kNumAlgorithms> out{};
   for (size_t i = 0; i < kNumAlgorithms; ++i) {
     const AlgorithmFacts& f = kAlgorithms[i];
-    out[i] = AlgorithmDescriptor{&f, KemOf(f.id), DsaOf(f.id), PublicKeyOfFn(f.id)};
+    const RowFunctions fn = FunctionsOf(f.id);
+    out[i] = AlgorithmDescriptor{&f, fn.kem, fn.dsa, fn.public_key_of};
   }
   return out;
 }
