@@ -87,20 +87,13 @@ bool IsXof(Algorithm a) {
 }
 
 std::string_view PreHashName(PreHash pre_hash) {
-  if (pre_hash == PreHash::kNone) return "none";
-  const kernels::PreHashFacts* p =
-      kernels::FindPreHash(static_cast<kernels::PreHash>(static_cast<int>(pre_hash)));
-  return p != nullptr ? kernels::Facts(p->hash).name : "?";
+  return kernels::PreHashName(static_cast<kernels::PreHash>(static_cast<int>(pre_hash)));
 }
 
 std::optional<PreHash> ParsePreHash(std::string_view name) {
-  if (name.empty() || name == "none" || name == "NONE") return PreHash::kNone;
-  const std::optional<AlgorithmId> id = kernels::ParseAlgorithmName(name);
-  if (!id) return std::nullopt;
-  for (const kernels::PreHashFacts& p : kernels::kPreHashes) {
-    if (p.hash == *id) return static_cast<PreHash>(static_cast<int>(p.prehash));
-  }
-  return std::nullopt;
+  const std::optional<kernels::PreHash> ph = kernels::ParsePreHashName(name);
+  if (!ph) return std::nullopt;
+  return static_cast<PreHash>(static_cast<int>(*ph));
 }
 
 std::string_view HealthStatusName(HealthStatus status) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mldsa.h"
 

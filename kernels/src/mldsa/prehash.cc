@@ -1,4 +1,4 @@
-// HashML-DSA pre-hash tails and the pre-hash names (which are the names of their hash functions).
+// HashML-DSA pre-hash tails: OID || PH(M).
 #include "mldsa/prehash.h"
 
 #include <cstring>
@@ -6,8 +6,7 @@
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/hash.h"
 
-namespace pqcd::kernels {
-namespace mldsa {
+namespace pqcd::kernels::mldsa {
 
 absl::StatusOr<size_t> PreHashTail(PreHash ph, Bytes message, uint8_t* out) {
   const PreHashFacts* p = FindPreHash(ph);
@@ -24,24 +23,4 @@ absl::StatusOr<size_t> PreHashTail(PreHash ph, Bytes message, uint8_t* out) {
   return kOidBytes + hash.digest_bytes;
 }
 
-}  // namespace mldsa
-
-std::string_view PreHashName(PreHash ph) {
-  if (ph == PreHash::kNone) return "none";
-  const PreHashFacts* p = FindPreHash(ph);
-  return p != nullptr ? Facts(p->hash).name : "unknown";
-}
-
-std::optional<PreHash> ParsePreHashName(std::string_view name) {
-  if (name.empty() || name == "none" || name == "NONE") return PreHash::kNone;
-  // Any spelling of the hash's name ("SHA2-256", "SHA-256", "SHAKE128", "SHAKE-128", "sha3_256");
-  // SM3 is not a HashML-DSA pre-hash.
-  const std::optional<AlgorithmId> id = ParseAlgorithmName(name);
-  if (!id) return std::nullopt;
-  for (const PreHashFacts& p : kPreHashes) {
-    if (p.hash == *id) return p.prehash;
-  }
-  return std::nullopt;
-}
-
-}  // namespace pqcd::kernels
+}  // namespace pqcd::kernels::mldsa

@@ -352,4 +352,23 @@ constexpr bool PreHashesAreConsistent() {
 static_assert(algorithms_detail::PreHashesAreConsistent(),
               "kPreHashes: in PreHash order, 1..kMaxPreHashValue, each naming a hash");
 
+// The name of a pre-hash is its hash function's ("SHA2-256", "SHAKE128"); "none" for kNone.
+inline std::string_view PreHashName(PreHash ph) {
+  if (ph == PreHash::kNone) return "none";
+  const PreHashFacts* p = FindPreHash(ph);
+  return p != nullptr ? Facts(p->hash).name : "unknown";
+}
+
+// Any spelling ParseAlgorithmName accepts for a pre-hash's hash ("SHA-256", "SHAKE-128"); "none"
+// or "" for kNone. SM3 is not a HashML-DSA pre-hash.
+inline std::optional<PreHash> ParsePreHashName(std::string_view name) {
+  if (name.empty() || name == "none" || name == "NONE") return PreHash::kNone;
+  const std::optional<AlgorithmId> id = ParseAlgorithmName(name);
+  if (!id) return std::nullopt;
+  for (const PreHashFacts& p : kPreHashes) {
+    if (p.hash == *id) return p.prehash;
+  }
+  return std::nullopt;
+}
+
 }  // namespace pqcd::kernels

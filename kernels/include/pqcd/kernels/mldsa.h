@@ -33,10 +33,7 @@ enum class PreHash : uint8_t {
   kShake128,  // 256-bit output
   kShake256,  // 512-bit output
 };
-// The name of the pre-hash's hash function ("SHA2-256", "SHAKE128"), "none" for kNone.
-std::string_view PreHashName(PreHash ph);
-// Any spelling ParseAlgorithmName (algorithms.h) accepts for a pre-hash's hash; "none" or "".
-std::optional<PreHash> ParsePreHashName(std::string_view name);
+// PreHashName / ParsePreHashName: pqcd/kernels/algorithms.h (the names are the registry's).
 
 // How a message is turned into mu. The byte fields are views of the caller's memory, which must
 // outlive the options: BorrowedBytes refuses a temporary container (a compile error, not a view
