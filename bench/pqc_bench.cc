@@ -57,6 +57,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@
 // Build with -DPQCD_BENCH_NO_PQC to leave out ML-KEM/ML-DSA (e.g. while their kernels are
 // unfinished); the normal build includes them.
 #if !defined(PQCD_BENCH_NO_PQC)
+#include "pqcd/kernels/hybrid.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #endif
@@ -255,11 +257,16 @@ struct KemKeys {
   std::array<uint8_t, Kem::kSharedSecretBytes> ss;
 };
 
+// Through the batch entry points (batches of one), which ML-KEM and the hybrids both have.
 template <class Kem>
 bool MakeKemKeys(benchmark::State& state, KemKeys<Kem>& k, uint64_t seed) {
   kernels::SeededRandom rng(seed);
-  return Check(state, Kem::KeyGen(k.ek, k.dk, rng)) &&
-         Check(state, Kem::Encaps(k.ek, k.ct, k.ss, rng));
+  kernels::KemKeyGenItem kg{{}, k.ek, k.dk, {}, {}};
+  Kem::KeyGenBatch(std::span(&kg, 1), rng);
+  if (!Check(state, kg.status)) return false;
+  kernels::KemEncapsItem en{k.ek, {}, k.ct, k.ss, {}};
+  Kem::EncapsBatch(std::span(&en, 1), rng);
+  return Check(state, en.status);
 }
 
 template <class Kem>
@@ -548,6 +555,22 @@ void AddKem(Isa isa) {
   }
 }
 
+// A hybrid KEM (hybrid.h): its batch entry points only (a batch of one is its single
+// operation), to be read beside BM_MlKem*Batch/ML-KEM-768 (or -1024) of the same run.
+template <class Kem>
+void AddHybridKem(Isa isa) {
+  const std::string p = std::string(Kem::kName);
+  for (int b : kBatchSizes) {
+    const std::string suffix = "/batch:" + std::to_string(b);
+    Add("BM_HybridKeyGenBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemKeyGenBatch<Kem>(s, b); });
+    Add("BM_HybridEncapsBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemEncapsBatch<Kem>(s, b); });
+    Add("BM_HybridDecapsBatch/" + p + suffix, isa, benchmark::kMicrosecond,
+        [b](benchmark::State& s) { BM_MlKemDecapsBatch<Kem>(s, b); });
+  }
+}
+
 template <class Dsa>
 void AddDsa(Isa isa) {
   const std::string p = std::string(Dsa::kName);
@@ -619,6 +642,10 @@ void RegisterAll(const std::vector<Isa>& backends) {
     AddKem<kernels::MlKem512>(isa);
     AddKem<kernels::MlKem768>(isa);
     AddKem<kernels::MlKem1024>(isa);
+    AddHybridKem<kernels::X25519MlKem768>(isa);
+    AddHybridKem<kernels::SecP256r1MlKem768>(isa);
+    AddHybridKem<kernels::SecP384r1MlKem1024>(isa);
+    AddHybridKem<kernels::XWing>(isa);
     AddDsa<kernels::MlDsa44>(isa);
     AddDsa<kernels::MlDsa65>(isa);
     AddDsa<kernels::MlDsa87>(isa);

@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pqcd/client/client.h"
 #include "pqcd/client/histogram.h"
+#include "pqcd/kernels/algorithms.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -342,7 +343,9 @@ absl::StatusOr<std::vector<Fixture>> MakeFixtures(Backend& backend,
     if (IsKem(e.algorithm) || IsDsa(e.algorithm)) {
       KeyGenOp kg;
       kg.algorithm = e.algorithm;
-      kg.seed = random_bytes(IsKem(e.algorithm) ? 64 : 32);
+      // The seed form's size is the registry row's (64 ML-KEM, 32 ML-DSA, 96 X25519MLKEM768...).
+      kg.seed =
+          random_bytes(pqcd::kernels::FindByApiValue(static_cast<int>(e.algorithm))->seed_bytes);
       auto kp = backend.RunSync(kg);
       if (!kp.ok())
         return absl::Status(kp.status().code(),

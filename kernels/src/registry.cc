@@ -13,6 +13,11 @@ constexpr KemFunctions kKem = {&MlKem<K>::CheckEncapsKey, &MlKem<K>::CheckDecaps
                                &MlKem<K>::KeyGenBatch,    &MlKem<K>::EncapsBatch,
                                &MlKem<K>::DecapsBatch,    &MlKem<K>::CheckExpandedPrivateKey};
 
+template <class H>
+constexpr KemFunctions kHybrid = {&H::CheckEncapsKey, &H::CheckDecapsKey,
+                                  &H::KeyGenBatch,    &H::EncapsBatch,
+                                  &H::DecapsBatch,    &H::CheckExpandedPrivateKey};
+
 template <int K, int L>
 constexpr DsaFunctions kDsa = {&MlDsa<K, L>::KeyGenBatch, &MlDsa<K, L>::SignBatch,
                                &MlDsa<K, L>::VerifyBatch, &MlDsa<K, L>::PairwiseCheck,
@@ -65,6 +70,10 @@ template <AlgorithmId kId, int K>
 constexpr RowFunctions Kem() {
   return {&kKem<K>, nullptr, &PublicKeyOf<kId, MlKem<K>, KemKeyGenItem>};
 }
+template <class H>
+constexpr RowFunctions Hybrid() {
+  return {&kHybrid<H>, nullptr, &H::PublicKeyOf};
+}
 template <AlgorithmId kId, int K, int L>
 constexpr RowFunctions Dsa() {
   return {nullptr, &kDsa<K, L>, &PublicKeyOf<kId, MlDsa<K, L>, DsaKeyGenItem>};
@@ -77,6 +86,14 @@ constexpr RowFunctions FunctionsOf(AlgorithmId id) {
       return Kem<AlgorithmId::kMlKem768, 3>();
     case AlgorithmId::kMlKem1024:
       return Kem<AlgorithmId::kMlKem1024, 4>();
+    case AlgorithmId::kX25519MlKem768:
+      return Hybrid<X25519MlKem768>();
+    case AlgorithmId::kSecP256r1MlKem768:
+      return Hybrid<SecP256r1MlKem768>();
+    case AlgorithmId::kSecP384r1MlKem1024:
+      return Hybrid<SecP384r1MlKem1024>();
+    case AlgorithmId::kXWing:
+      return Hybrid<XWing>();
     case AlgorithmId::kMlDsa44:
       return Dsa<AlgorithmId::kMlDsa44, 4, 4>();
     case AlgorithmId::kMlDsa65:

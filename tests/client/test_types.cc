@@ -18,7 +18,7 @@ TEST(Algorithms, NamesRoundTrip) {
     ASSERT_TRUE(parsed.has_value()) << name;
     EXPECT_EQ(*parsed, a) << name;
   }
-  EXPECT_EQ(AllAlgorithms().size(), 19u);
+  EXPECT_EQ(AllAlgorithms().size(), 23u);
 }
 
 // Each enumerator is the API's number of the registry row with that name (the names come from the
@@ -49,6 +49,10 @@ TEST(Algorithms, EnumeratorsAreTheRegistryRows) {
       {Algorithm::kSha224, "SHA2-224", 43},
       {Algorithm::kSha512_224, "SHA2-512/224", 44},
       {Algorithm::kSha512_256, "SHA2-512/256", 45},
+      {Algorithm::kX25519MlKem768, "X25519MLKEM768", 50},
+      {Algorithm::kSecP256r1MlKem768, "SecP256r1MLKEM768", 51},
+      {Algorithm::kSecP384r1MlKem1024, "SecP384r1MLKEM1024", 52},
+      {Algorithm::kXWing, "X-Wing", 53},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(AlgorithmName(r.algorithm), r.name);

@@ -10,6 +10,9 @@ import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 import { ml_kem512, ml_kem768, ml_kem1024 } from '@noble/post-quantum/ml-kem.js';
 import { ml_dsa44, ml_dsa65, ml_dsa87 } from '@noble/post-quantum/ml-dsa.js';
+import { XWing } from '@noble/post-quantum/hybrid.js';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { p256, p384 } from '@noble/curves/nist.js';
 import { sha3_224, sha3_256, sha3_384, sha3_512, shake128, shake256 } from '@noble/hashes/sha3.js';
 import { sha224, sha256, sha384, sha512, sha512_224, sha512_256 } from '@noble/hashes/sha2.js';
 
@@ -42,6 +45,7 @@ const ALG = {
   'SHA3-224': 20, 'SHA3-256': 21, 'SHA3-384': 22, 'SHA3-512': 23, SHAKE128: 24, SHAKE256: 25,
   'SHA2-256': 40, 'SHA2-384': 41, 'SHA2-512': 42, 'SHA2-224': 43, 'SHA2-512/224': 44,
   'SHA2-512/256': 45,
+  X25519MLKEM768: 50, SecP256r1MLKEM768: 51, SecP384r1MLKEM1024: 52, 'X-Wing': 53,
 };
 
 let failures = 0;
@@ -93,6 +97,78 @@ async function kem(name, noble) {
           eq(noble.decapsulate(en.ciphertext, theirs.secretKey), en.shared_secret), `case ${i}`);
   });
 }
+
+// A TLS hybrid from noble's parts: ML-KEM and an ECDH curve, concatenated in the draft's order
+// (mlFirst: ML-KEM first, as X25519MLKEM768; else the curve first, as the NIST curves).
+function tlsHybrid(mlkem, curve, mlFirst) {
+  const isX = curve === x25519;
+  const skLen = isX ? 32 : curve === p256 ? 32 : 48;
+  const ptLen = isX ? 32 : curve === p256 ? 65 : 97;
+  const mlPk = mlkem === ml_kem768 ? 1184 : 1568;
+  const mlCt = mlkem === ml_kem768 ? 1088 : 1568;
+  const cat = (ml, ec) => Buffer.concat(mlFirst ? [ml, ec] : [ec, ml]);
+  const split = (b, mlLen) => {
+    b = Buffer.from(b);
+    return mlFirst ? [b.subarray(0, mlLen), b.subarray(mlLen)]
+                   : [b.subarray(b.length - mlLen), b.subarray(0, b.length - mlLen)];
+  };
+  const pub = (sk) => (isX ? x25519.getPublicKey(sk) : curve.getPublicKey(sk, false));
+  const dh = (sk, pk) => (isX ? x25519.getSharedSecret(sk, pk)
+                              : curve.getSharedSecret(sk, pk, true).subarray(1));
+  const ecKey = () => {
+    for (;;) {  // a NIST scalar must be in [1, n-1]; random bytes nearly always are
+      const sk = randomBytes(skLen);
+      try { pub(sk); return sk; } catch { /* out of range: draw again */ }
+    }
+  };
+  return {
+    seedLen: 64 + skLen,
+    newSeed() { return cat(randomBytes(64), ecKey()); },
+    keygen(seed) {
+      const [mlSeed, ecSk] = split(seed, 64);
+      const ml = mlkem.keygen(mlSeed);
+      return { publicKey: cat(ml.publicKey, pub(ecSk)), ml, ecSk };
+    },
+    encapsulate(pk) {
+      const [mlPkPart, ecPk] = split(pk, mlPk);
+      const ml = mlkem.encapsulate(mlPkPart);
+      const eph = ecKey();
+      return { cipherText: cat(ml.cipherText, pub(eph)),
+               sharedSecret: cat(ml.sharedSecret, dh(eph, ecPk)) };
+    },
+    decapsulate(ct, keys) {
+      const [mlCtPart, ecCt] = split(ct, mlCt);
+      return cat(mlkem.decapsulate(mlCtPart, keys.ml.secretKey), dh(keys.ecSk, ecCt));
+    },
+  };
+}
+
+// Both roles of a hybrid: noble encapsulates to our key and we decapsulate (the TLS server's
+// share, answered by the client), and the other way round.
+async function hybrid(name, h) {
+  const alg = ALG[name];
+  await inParallel(CASES, async (i) => {
+    const seed = h.newSeed();
+    const ours = await call('KeyGen', { algorithm: alg, seed });
+    const theirs = h.keygen(seed);
+    check(`${name} keygen(seed)`, eq(ours.public_key, theirs.publicKey), `case ${i} seed ${hex(seed)}`);
+    const { cipherText, sharedSecret } = h.encapsulate(ours.public_key);
+    const dec = await call('Decaps', { algorithm: alg, private_key: ours.private_key,
+                                       ciphertext: cipherText });
+    check(`${name} noble encaps -> our decaps`, eq(dec.shared_secret, sharedSecret), `case ${i}`);
+    const en = await call('Encaps', { algorithm: alg, public_key: ours.public_key });
+    check(`${name} our encaps -> noble decaps`,
+          eq(h.decapsulate(en.ciphertext, theirs), en.shared_secret), `case ${i}`);
+  });
+}
+
+// X-Wing: noble's own implementation; its secret key is the 32-byte seed.
+const xwing = {
+  newSeed: () => randomBytes(32),
+  keygen: (seed) => ({ ...XWing.keygen(seed), seed }),
+  encapsulate: (pk) => XWing.encapsulate(pk),
+  decapsulate: (ct, keys) => XWing.decapsulate(ct, keys.seed),
+};
 
 async function dsa(name, noble) {
   const alg = ALG[name];
@@ -153,6 +229,10 @@ const start = Date.now();
 await kem('ML-KEM-512', ml_kem512);
 await kem('ML-KEM-768', ml_kem768);
 await kem('ML-KEM-1024', ml_kem1024);
+await hybrid('X25519MLKEM768', tlsHybrid(ml_kem768, x25519, true));
+await hybrid('SecP256r1MLKEM768', tlsHybrid(ml_kem768, p256, false));
+await hybrid('SecP384r1MLKEM1024', tlsHybrid(ml_kem1024, p384, false));
+await hybrid('X-Wing', xwing);
 await dsa('ML-DSA-44', ml_dsa44);
 await dsa('ML-DSA-65', ml_dsa65);
 await dsa('ML-DSA-87', ml_dsa87);

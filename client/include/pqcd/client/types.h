@@ -39,6 +39,10 @@ enum class Algorithm : int {
   kSha224 = 43,
   kSha512_224 = 44,
   kSha512_256 = 45,
+  kX25519MlKem768 = 50,
+  kSecP256r1MlKem768 = 51,
+  kSecP384r1MlKem1024 = 52,
+  kXWing = 53,
 };
 
 // Canonical names: "ML-KEM-768", "ML-DSA-65", "SHA3-256", "SHAKE128", "SM3", "SHA2-256", ...

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "pqcd/kernels/hybrid.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 
@@ -44,8 +45,13 @@ enum class AlgorithmId : uint8_t {
   kSha2_512,
   kSha2_512_224,
   kSha2_512_256,
+  // Hybrid KEMs (hybrid.h), after the others so that no earlier id moved.
+  kX25519MlKem768,
+  kSecP256r1MlKem768,
+  kSecP384r1MlKem1024,
+  kXWing,
 };
-inline constexpr size_t kNumAlgorithms = 19;
+inline constexpr size_t kNumAlgorithms = 23;
 
 struct AlgorithmFacts {
   AlgorithmId id;
@@ -207,6 +213,33 @@ inline constexpr std::array<AlgorithmFacts, kNumAlgorithms> kAlgorithms = {{
     algorithms_detail::Hash(AlgorithmId::kSha2_512_256, "SHA2-512/256",
                             HashAlgorithm::kSha2_512_256, 45, 32, false,
                             "53048e2681941ef99b2e29b76b4c7dabe4c2d0c634fc6d46e0e2f13107e7af23"),
+    // Hybrid KEM vectors. X-Wing: the key of the first vector of draft-connolly-cfrg-xwing-kem
+    // (tests/vectors/xwing/), whose public key tests/kernels/test_hybrid.cc checks. The TLS
+    // hybrids have no published vectors: their seeds are the ML-KEM rows' seeds beside curve keys
+    // of our choosing, and the digests are regression values of this implementation.
+    algorithms_detail::Kem<X25519MlKem768>(
+        AlgorithmId::kX25519MlKem768, KemAlgorithm::kX25519MlKem768, 50,
+        "E582B7D75E6C80B05AE392A1FC9F7153B12390FD99930368CC67A768BAEBC8A0"
+        "1CDACB8740C0B87C4A379575F187B367CBFA3B300BF591B109F79816E9CBE8F0"
+        "7F9C2BA4E88F827D616045507605853ED73B8093F6EFBC88EB1A6EACFA66EF26",
+        "ceb65013e5ce565fab40fc87ecffa2b1e6686fa77913421dfaecd7b63f0a1a23"),
+    algorithms_detail::Kem<SecP256r1MlKem768>(
+        AlgorithmId::kSecP256r1MlKem768, KemAlgorithm::kSecP256r1MlKem768, 51,
+        "7F9C2BA4E88F827D616045507605853ED73B8093F6EFBC88EB1A6EACFA66EF26"
+        "E582B7D75E6C80B05AE392A1FC9F7153B12390FD99930368CC67A768BAEBC8A0"
+        "1CDACB8740C0B87C4A379575F187B367CBFA3B300BF591B109F79816E9CBE8F0",
+        "7cb306165bec632af750a83becdf481f1df1081c784d8bc63553b85786d3fd6e"),
+    algorithms_detail::Kem<SecP384r1MlKem1024>(
+        AlgorithmId::kSecP384r1MlKem1024, KemAlgorithm::kSecP384r1MlKem1024, 52,
+        "7F9C2BA4E88F827D616045507605853ED73B8093F6EFBC88EB1A6EACFA66EF26"
+        "BADFD6DFAAC359A5EFBB7BCC4B59D538"
+        "F3A706FAF090C03DB506863AB0B20BD8A1627956318E88C67EB875E8E7266009"
+        "35D2BC43DD1CC879F765BF2A0C5E297889DDE910E57E2BB0EAE417B90AB7A275",
+        "d24e849c7eade62c4423333a77d6d07af2898dafffa2deb4c0ab9e7bd04ea046"),
+    algorithms_detail::Kem<XWing>(
+        AlgorithmId::kXWing, KemAlgorithm::kXWing, 53,
+        "7F9C2BA4E88F827D616045507605853ED73B8093F6EFBC88EB1A6EACFA66EF26",
+        "8d15aa9f382de5f8efd187b9064db375b199f69c2657e89ddefe4d4806697192"),
 }};
 
 constexpr const AlgorithmFacts& Facts(AlgorithmId id) {
@@ -234,9 +267,12 @@ static_assert(algorithms_detail::TableIsConsistent(),
               "kAlgorithms: ids in order, names, API numbers and family values distinct");
 
 // The registry id of a family's kernel enum value.
+// The KEM rows are in two runs (ML-KEM, then the hybrids after every other row): a search.
 constexpr AlgorithmId IdOf(KemAlgorithm a) {
-  return static_cast<AlgorithmId>(static_cast<uint8_t>(AlgorithmId::kMlKem512) +
-                                  static_cast<uint8_t>(a));
+  for (const AlgorithmFacts& f : kAlgorithms) {
+    if (f.family == Family::kKem && f.family_value == static_cast<uint8_t>(a)) return f.id;
+  }
+  return AlgorithmId::kMlKem512;  // unreachable for a valid KemAlgorithm (checked below)
 }
 constexpr AlgorithmId IdOf(DsaAlgorithm a) {
   return static_cast<AlgorithmId>(static_cast<uint8_t>(AlgorithmId::kMlDsa44) +
@@ -258,6 +294,8 @@ constexpr HashAlgorithm AsHash(AlgorithmId id) {
 }
 static_assert(AsKem(IdOf(KemAlgorithm::kMlKem1024)) == KemAlgorithm::kMlKem1024 &&
               Facts(IdOf(KemAlgorithm::kMlKem1024)).family == Family::kKem);
+static_assert(AsKem(IdOf(KemAlgorithm::kXWing)) == KemAlgorithm::kXWing &&
+              IdOf(KemAlgorithm::kXWing) == AlgorithmId::kXWing);
 static_assert(AsDsa(IdOf(DsaAlgorithm::kMlDsa87)) == DsaAlgorithm::kMlDsa87 &&
               Facts(IdOf(DsaAlgorithm::kMlDsa87)).family == Family::kDsa);
 namespace algorithms_detail {
@@ -273,7 +311,7 @@ constexpr bool FamilyRowsInEnumOrder() {
 }
 }  // namespace algorithms_detail
 static_assert(algorithms_detail::FamilyRowsInEnumOrder(),
-              "each family's rows are consecutive and in the order of its kernel enum");
+              "each row's family value maps back to the row (IdOf)");
 
 // nullptr for an unknown pqc.v1.Algorithm number (including 0, unspecified).
 constexpr const AlgorithmFacts* FindByApiValue(int api_value) {

@@ -13,7 +13,16 @@
 
 namespace pqcd::kernels {
 
-enum class KemAlgorithm : uint8_t { kMlKem512, kMlKem768, kMlKem1024 };
+// Every KEM: the ML-KEM parameter sets (this header) and the hybrids built on them (hybrid.h).
+enum class KemAlgorithm : uint8_t {
+  kMlKem512,
+  kMlKem768,
+  kMlKem1024,
+  kX25519MlKem768,
+  kSecP256r1MlKem768,
+  kSecP384r1MlKem1024,
+  kXWing,
+};
 
 // Items of the batch entry points. Views point at caller-owned memory; each item gets its own
 // status (one bad item never affects the others).

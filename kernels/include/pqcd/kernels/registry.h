@@ -9,13 +9,14 @@
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/common.h"
 #include "pqcd/kernels/hash.h"
+#include "pqcd/kernels/hybrid.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
 
 namespace pqcd::kernels {
 
-// One ML-KEM parameter set. Single operations are batches of one (MlKem<K>::KeyGen etc. are
+// One KEM: an ML-KEM parameter set or a hybrid (hybrid.h). Single operations are batches of one (MlKem<K>::KeyGen etc. are
 // conveniences over the same code); the batch entry points share Keccak lanes across items.
 struct KemFunctions {
   absl::Status (*check_ek)(Bytes ek);  // FIPS 203 §7.2
