@@ -174,7 +174,7 @@ Bytes Take(Bytes& in, size_t n) {
 void FuzzKemEncaps(kernels::KemAlgorithm alg, Bytes ek) {
   const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
   (void)d.kem->check_ek(ek);
-  std::vector<uint8_t> ct(d.facts->ciphertext_bytes), ss(32);
+  std::vector<uint8_t> ct(d.facts->ciphertext_bytes), ss(d.facts->secret_bytes);
   kernels::KemEncapsItem item{ek, {}, MutBytes(ct), MutBytes(ss), {}};
   d.kem->encaps_batch(std::span(&item, 1), kernels::OsRandom());
 }
@@ -183,7 +183,7 @@ void FuzzKemDecaps(kernels::KemAlgorithm alg, bool expanded, Bytes in) {
   const kernels::AlgorithmDescriptor& d = kernels::Describe(kernels::IdOf(alg));
   Bytes dk = Take(in, expanded ? d.facts->private_key_bytes : d.facts->seed_bytes);
   (void)d.kem->check_dk(dk);
-  std::vector<uint8_t> ss(32);
+  std::vector<uint8_t> ss(d.facts->secret_bytes);
   kernels::KemDecapsItem item{dk, in, MutBytes(ss), {}};
   d.kem->decaps_batch(std::span(&item, 1));
 }
@@ -313,6 +313,23 @@ int WriteSeeds(const std::string& dir) {
   WriteSeed(dir, "raw_encaps", 2 | (1 << 4), Str(Bytes(ek)));
   WriteSeed(dir, "raw_decaps_seed", 3 | (1 << 4), Str(Bytes(kseed)) + Str(Bytes(ct)));
   WriteSeed(dir, "raw_decaps_expanded", 3 | 8 | (1 << 4), Str(Bytes(dk)) + Str(Bytes(ct)));
+  // The hybrid KEMs (parameters 3..6): a key pair and a ciphertext of each.
+  for (int k = 3; k <= static_cast<int>(kernels::KemAlgorithm::kXWing); ++k) {
+    const kernels::AlgorithmDescriptor& h =
+        kernels::Describe(kernels::IdOf(static_cast<kernels::KemAlgorithm>(k)));
+    std::vector<uint8_t> hek(h.facts->public_key_bytes), hdk(h.facts->private_key_bytes),
+        hseed(h.facts->seed_bytes), hct(h.facts->ciphertext_bytes), hss(h.facts->secret_bytes);
+    kernels::KemKeyGenItem hkg{{}, MutBytes(hek), MutBytes(hdk), MutBytes(hseed), {}};
+    h.kem->keygen_batch(std::span(&hkg, 1), rng);
+    kernels::KemEncapsItem hen{Bytes(hek), {}, MutBytes(hct), MutBytes(hss), {}};
+    h.kem->encaps_batch(std::span(&hen, 1), rng);
+    if (!hkg.status.ok() || !hen.status.ok()) return 1;
+    const std::string n = "_" + std::to_string(k);
+    const uint8_t p = static_cast<uint8_t>(k << 4);
+    WriteSeed(dir, "raw_encaps" + n, 2 | p, Str(Bytes(hek)));
+    WriteSeed(dir, "raw_decaps_seed" + n, 3 | p, Str(Bytes(hseed)) + Str(Bytes(hct)));
+    WriteSeed(dir, "raw_decaps_expanded" + n, 3 | 8 | p, Str(Bytes(hdk)) + Str(Bytes(hct)));
+  }
   WriteSeed(dir, "raw_verify", 4, Str(Bytes(pk)) + Str(Bytes(sig)) + msg);
   WriteSeed(dir, "raw_sign_expanded", 5 | 8, Str(Bytes(sk)) + msg);
   WriteSeed(dir, "raw_hash", 6, std::string("\x05\x20", 2) + "abc");
@@ -337,7 +354,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t sel = data[0];
   Bytes payload(data + 1, size - 1);
   const int param = (sel >> 4) & 3;  // 3 wraps to the first parameter set
-  const auto kem = static_cast<kernels::KemAlgorithm>(param % 3);
+  // Bits 4..6: every KEM, the hybrids included (kXWing is the last KemAlgorithm).
+  constexpr int kKems = static_cast<int>(kernels::KemAlgorithm::kXWing) + 1;
+  const auto kem = static_cast<kernels::KemAlgorithm>(((sel >> 4) & 7) % kKems);
   const auto dsa = static_cast<kernels::DsaAlgorithm>(param % 3);
   const bool bit3 = (sel & 8) != 0;
   switch (sel & 7) {
