@@ -156,8 +156,8 @@ TEST(Hybrid, X25519MlKem768ComponentOrder) {
   ASSERT_TRUE(MlKem768::Decaps(Bytes(kp.dk).first(2400), Bytes(ct).first(1088), ss_m).ok());
   EXPECT_EQ(std::vector<uint8_t>(ss.begin(), ss.begin() + 32), ss_m);
   EXPECT_TRUE(MlKem768::CheckEncapsKey(Bytes(kp.ek).first(1184)).ok());
-  // X25519 half: dk's last 32 bytes with the server's share.
-  EXPECT_EQ(X25519(Bytes(kp.dk).last(32), Bytes(ct).last(32)),
+  // X25519 half: dk = dk_M || sk_X || pk_X; sk_X with the server's share.
+  EXPECT_EQ(X25519(Bytes(kp.dk).subspan(2400, 32), Bytes(ct).last(32)),
             std::vector<uint8_t>(ss.begin() + 32, ss.end()));
 }
 

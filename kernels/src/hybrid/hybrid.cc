@@ -323,7 +323,7 @@ absl::Status HybridKem<Spec>::CheckExpandedPrivateKey(Bytes dk, Bytes ek) {
   if (absl::Status s = Ml::CheckExpandedPrivateKey(dk_m, ek_m); !s.ok()) return Prefixed<Spec>(s);
   uint8_t pk[kCurvePoint];
   if (absl::Status s = CurvePublic(kCurve, sk_e, pk); !s.ok()) return Prefixed<Spec>(s);
-  if constexpr (Spec::kXWing) {
+  if constexpr (kKeepsCurvePublic) {
     if (!std::equal(pk, pk + kCurvePoint, dk.begin() + Ml::kDecapsKeyBytes + kCurvePrivate)) {
       return absl::InvalidArgumentError(
           absl::StrCat(std::string(Spec::kName), " decapsulation key: pk_X is not X25519(sk_X)"));
@@ -437,7 +437,7 @@ void HybridKem<Spec>::KeyGenBatch(std::span<KemKeyGenItem> items, RandomSource& 
       }
       std::copy(sk_e.begin(), sk_e.end(), dk_e.begin());
       it.status = Prefixed<Spec>(CurvePublic(kCurve, sk_e, pk_e));
-      if constexpr (Spec::kXWing) {
+      if constexpr (kKeepsCurvePublic) {
         std::copy(pk_e.begin(), pk_e.end(), it.dk.begin() + Ml::kDecapsKeyBytes + kCurvePrivate);
       }
     }
@@ -564,8 +564,12 @@ void HybridKem<Spec>::DecapsBatch(std::span<KemDecapsItem> items) {
       }
     } else {
       // The seed form's ML-KEM part is ML-KEM's own seed form, which MlKem<K> accepts as dk.
-      const size_t ml_bytes = it.dk.size() == kSeedBytes ? Ml::kSeedBytes : Ml::kDecapsKeyBytes;
-      std::tie(dk_m, sk_e) = Split<Spec>(it.dk, ml_bytes, kCurvePrivate);
+      const bool seed = it.dk.size() == kSeedBytes;
+      std::tie(dk_m, sk_e) =
+          Split<Spec>(it.dk, seed ? Ml::kSeedBytes : Ml::kDecapsKeyBytes, kCurvePrivate);
+      if constexpr (kKeepsCurvePublic) {
+        if (!seed) pk_x = it.dk.subspan(Ml::kDecapsKeyBytes + kCurvePrivate, kCurvePoint);
+      }
     }
     curve[i] = {sk_e, pk_x};
     const auto [ct_m, ct_e] = Split<Spec>(it.ct, Ml::kCiphertextBytes, kCurvePoint);
@@ -587,8 +591,9 @@ void HybridKem<Spec>::DecapsBatch(std::span<KemDecapsItem> items) {
         it.status = Prefixed<Spec>(CurveShared(kCurve, sk_e, ct_e, ss_x, pk_x));
         if (it.status.ok()) XWingCombiner(ss_m[i], ss_x, ct_e, pk_x, it.ss);
       } else {
+        // pk_x: the expanded X25519MLKEM768 key's public key (empty otherwise), given to OpenSSL.
         it.status = Prefixed<Spec>(
-            CurveShared(kCurve, sk_e, ct_e, Split<Spec>(it.ss, 32, kCurveSecret).second));
+            CurveShared(kCurve, sk_e, ct_e, Split<Spec>(it.ss, 32, kCurveSecret).second, pk_x));
       }
     }
     if (!it.status.ok()) SecureZero(it.ss.data(), it.ss.size());

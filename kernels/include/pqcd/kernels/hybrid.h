@@ -18,7 +18,8 @@
 // defines none), again in the draft's order of components:
 //   seed form      ML-KEM seed d||z (64) and the curve's private key (X25519: 32 raw bytes;
 //                  P-256/P-384: the scalar, big-endian, 32/48 bytes, in [1, n-1])
-//   expanded form  ML-KEM dk (FIPS 203) and the same curve private key
+//   expanded form  ML-KEM dk (FIPS 203) and the same curve private key; X25519MLKEM768 then
+//                  also its X25519 public key (2464 bytes), as X-Wing's expanded form below
 // X-Wing's private key is its 32-byte seed; pqcd also accepts its expansion (what the draft calls
 // "keeping the expanded decapsulation key around", §5.5.1) as dk_M || sk_X || pk_X (2464 bytes),
 // which saves the key generation on every Decaps.
@@ -98,8 +99,12 @@ class HybridKem {
   static constexpr size_t kEncapsKeyBytes = Ml::kEncapsKeyBytes + kCurvePoint;
   static constexpr size_t kCiphertextBytes = Ml::kCiphertextBytes + kCurvePoint;
   static constexpr size_t kSeedBytes = Spec::kXWing ? 32 : Ml::kSeedBytes + kCurvePrivate;
+  // The X25519 hybrids keep the X25519 public key at the end of the expanded private key: X-Wing's
+  // combiner needs it, and OpenSSL computes it (a scalar multiplication) on every Decaps unless it
+  // is given (the NIST-curve ECDH needs no public key).
+  static constexpr bool kKeepsCurvePublic = kCurve == Curve::kX25519;
   static constexpr size_t kDecapsKeyBytes =
-      Ml::kDecapsKeyBytes + kCurvePrivate + (Spec::kXWing ? kCurvePoint : 0);
+      Ml::kDecapsKeyBytes + kCurvePrivate + (kKeepsCurvePublic ? kCurvePoint : 0);
   static constexpr size_t kSharedSecretBytes =
       Spec::kXWing ? 32 : Ml::kSharedSecretBytes + kCurveSecret;
   static constexpr size_t kEncapsRandomBytes = Ml::kEncapsRandomBytes + kCurvePrivate;

@@ -16,8 +16,9 @@
 
 namespace pqcd::kernels {
 
-// One KEM: an ML-KEM parameter set or a hybrid (hybrid.h). Single operations are batches of one (MlKem<K>::KeyGen etc. are
-// conveniences over the same code); the batch entry points share Keccak lanes across items.
+// One KEM: an ML-KEM parameter set or a hybrid (hybrid.h). Single operations are batches of one
+// (MlKem<K>::KeyGen etc. are conveniences over the same code); the batch entry points share Keccak
+// lanes across items.
 struct KemFunctions {
   absl::Status (*check_ek)(Bytes ek);  // FIPS 203 §7.2
   absl::Status (*check_dk)(Bytes dk);  // FIPS 203 §7.3 (a 64-byte seed is always well formed)
