@@ -20,6 +20,7 @@
 
 #include "absl/time/time.h"
 #include "pqcd/client/client.h"
+#include "pqcd/encoding/key_encoding.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ struct Global {
   bool json = false;
   std::string in_format = "raw";
   std::string out_format;  // default: hex on stdout, raw in files
+  // --format: encoding of key files (docs/encodings.md). raw: the FIPS bytes, read and written
+  // per --in-format / --out-format; der / pem: SubjectPublicKeyInfo / PKCS#8, read as they are.
+  std::string key_format = "raw";
 };
 
 std::string ReadAll(std::istream& in) {
@@ -57,17 +61,23 @@ std::string Decode(const std::string& data, const std::string& format, const std
   return *std::move(r);
 }
 
+std::string ReadBytes(const std::string& path, const std::string& what) {
+  if (path.empty() || path == "-") return ReadAll(std::cin);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Exit{kUsage, "cannot read " + what + " file '" + path + "'"};
+  return ReadAll(in);
+}
+
 // Reads a file ("-" = stdin) and decodes it per --in-format.
 std::string ReadInput(const Global& g, const std::string& path, const std::string& what) {
-  std::string data;
-  if (path.empty() || path == "-") {
-    data = ReadAll(std::cin);
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Exit{kUsage, "cannot read " + what + " file '" + path + "'"};
-    data = ReadAll(in);
-  }
-  return Decode(data, g.in_format, what);
+  return Decode(ReadBytes(path, what), g.in_format, what);
+}
+
+// A key file: with --format der|pem the bytes as they are (the daemon decodes and checks them:
+// raw, DER or PEM are all accepted there), else per --in-format.
+std::string ReadKeyInput(const Global& g, const std::string& path, const std::string& what) {
+  if (g.key_format == "raw") return ReadInput(g, path, what);
+  return ReadBytes(path, what);
 }
 
 std::string Encode(const std::string& bytes, const std::string& format) {
@@ -162,6 +172,41 @@ std::unique_ptr<pqcd::client::Client> Connect(const Global& g) {
   return *std::move(c);
 }
 
+// --format der|pem for a key the daemon returned raw: the public key (pk non-empty) as
+// SubjectPublicKeyInfo, else the private key as PKCS#8 (seed form when there is a seed).
+std::string EncodeKey(const Global& g, pqcd::client::Algorithm alg, const std::string& pk,
+                      const std::string& sk, const std::string& seed) {
+  if (g.key_format == "raw") return pk.empty() ? sk : pk;
+  const int api = static_cast<int>(alg);
+  const pqcd::kernels::AlgorithmFacts* facts = nullptr;
+  for (const auto& f : pqcd::kernels::kAlgorithms) {
+    if (f.api_value == api) facts = &f;
+  }
+  if (facts == nullptr) throw Exit{kUsage, "--format: unknown algorithm"};
+  const auto format = *pqcd::encoding::ParseKeyFormat(g.key_format);
+  auto bytes = [](const std::string& s) {
+    return pqcd::encoding::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  if (!pk.empty()) {
+    auto out = pqcd::encoding::EncodePublicKey(facts->id, bytes(pk), format);
+    if (!out.ok()) throw Exit{kUsage, "--format: " + std::string(out.status().message())};
+    return std::string(out->begin(), out->end());
+  }
+  auto out = seed.empty() ? pqcd::encoding::EncodePrivateKey(facts->id, {}, bytes(sk), format)
+                          : pqcd::encoding::EncodePrivateKey(facts->id, bytes(seed), {}, format);
+  if (!out.ok()) throw Exit{kUsage, "--format: " + std::string(out.status().message())};
+  return std::string(reinterpret_cast<const char*>(out->data()), out->size());
+}
+
+// A key output: PEM is text, written as it is; DER and raw follow --out-format.
+void WriteKey(const Global& g, const std::string& path, const std::string& bytes,
+              bool secret = false) {
+  if (g.key_format != "pem") return WriteOutput(g, path, bytes, secret);
+  Global text = g;
+  text.out_format = "raw";
+  WriteOutput(text, path, bytes, secret);
+}
+
 // The key of an operation: a file or a held key id.
 struct KeyArgs {
   std::string file;
@@ -178,7 +223,7 @@ struct KeyArgs {
   pqcd::client::Key Get(const Global& g, const std::string& what) const {
     if (!key_id.empty()) return pqcd::client::Key::Held(key_id, version);
     if (file.empty()) throw Exit{kUsage, "give the " + what + " (file) or --key-id"};
-    return pqcd::client::Key::Raw(ReadInput(g, file, what));
+    return pqcd::client::Key::Raw(ReadKeyInput(g, file, what));
   }
 };
 
@@ -248,6 +293,10 @@ int main(int argc, char** argv) {
   app.add_option("--out-format", g.out_format,
                  "encoding of outputs (default: hex on stdout, raw in files)")
       ->check(CLI::IsMember({"raw", "hex", "base64"}));
+  app.add_option("--format", g.key_format,
+                 "encoding of key files: raw, der or pem (SubjectPublicKeyInfo / PKCS#8)")
+      ->check(CLI::IsMember({"raw", "der", "pem"}))
+      ->capture_default_str();
 
   std::function<int()> action;
 
@@ -278,8 +327,14 @@ int main(int argc, char** argv) {
       op.labels = ParseLabels(kg.labels);
       auto client = Connect(g);
       auto kp = Check(client->KeyGen(op));
-      if (!kg.pub_out.empty()) WriteOutput(g, kg.pub_out, kp.public_key);
-      if (!kg.priv_out.empty()) WriteOutput(g, kg.priv_out, kp.private_key, /*secret=*/true);
+      if (!kg.pub_out.empty()) {
+        WriteKey(g, kg.pub_out, EncodeKey(g, kp.algorithm, kp.public_key, {}, {}));
+      }
+      if (!kg.priv_out.empty()) {
+        // PKCS#8 in the seed form when there is a seed (the LAMPS recommendation).
+        WriteKey(g, kg.priv_out, EncodeKey(g, kp.algorithm, {}, kp.private_key, kp.seed),
+                 /*secret=*/true);
+      }
       if (!kg.seed_out.empty()) WriteOutput(g, kg.seed_out, kp.seed, /*secret=*/true);
       if (g.json) {
         json j{{"algorithm", std::string(pqcd::client::AlgorithmName(kp.algorithm))},
@@ -523,7 +578,13 @@ int main(int argc, char** argv) {
   kget->callback([&] {
     action = [&] {
       auto client = Connect(g);
-      PrintKeyInfo(g, Check(client->GetPublicKey(kid, kversion)));
+      const pqcd::client::KeyInfo info = Check(client->GetPublicKey(kid, kversion));
+      if (g.key_format != "raw") {
+        // Only the public key, as SubjectPublicKeyInfo (PEM text, or DER per --out-format).
+        WriteKey(g, "-", EncodeKey(g, info.algorithm, info.public_key, {}, {}));
+        return kOk;
+      }
+      PrintKeyInfo(g, info);
       return kOk;
     };
   });
@@ -556,8 +617,8 @@ int main(int argc, char** argv) {
     action = [&] {
       pqcd::client::ImportKeyOp op;
       op.algorithm = ParseAlg(im.alg);
-      op.private_key = ReadInput(g, im.priv, "private key");
-      if (!im.pub.empty()) op.public_key = ReadInput(g, im.pub, "public key");
+      op.private_key = ReadKeyInput(g, im.priv, "private key");
+      if (!im.pub.empty()) op.public_key = ReadKeyInput(g, im.pub, "public key");
       op.key_id = im.key_id;
       op.labels = ParseLabels(im.labels);
       auto client = Connect(g);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "pqcd/encoding/key_encoding.h"
 
 namespace pqcd::server {
 namespace {
@@ -116,6 +117,138 @@ absl::Status CheckSeedSize(const AlgorithmDescriptor& d, size_t size, const char
   if (size == 0 || size == d.facts->seed_bytes) return absl::OkStatus();
   return SizeError(d, field, StrCat(d.facts->seed_bytes, " bytes (or empty for fresh randomness)"),
                    size);
+}
+
+namespace {
+
+absl::string_view Msg(const absl::Status& s) {
+  return s.message();
+}
+
+// DER (a SEQUENCE) or PEM: anything else keeps the plain size message.
+bool LooksEncoded(kernels::Bytes given) {
+  return (!given.empty() && given[0] == 0x30) || encoding::LooksLikePem(given);
+}
+
+// Expands a seed with the kernels (key generation, as the self-test does) and compares the
+// expanded key with `expanded` in constant time.
+absl::Status CheckSeedMatchesExpanded(const AlgorithmDescriptor& d, kernels::Bytes seed,
+                                      kernels::Bytes expanded, const char* field) {
+  const kernels::AlgorithmFacts& f = *d.facts;
+  std::vector<uint8_t> pk(f.public_key_bytes);
+  SecretBytes sk(f.private_key_bytes);
+  absl::Status status;
+  if (d.kem != nullptr) {
+    kernels::KemKeyGenItem item{seed, pk, kernels::MutBytes(sk.data(), sk.size()), {}, {}};
+    d.kem->keygen_batch({&item, 1}, kernels::OsRandom());
+    status = item.status;
+  } else if (d.dsa != nullptr) {
+    kernels::DsaKeyGenItem item{seed, pk, kernels::MutBytes(sk.data(), sk.size()), {}, {}};
+    d.dsa->keygen_batch({&item, 1}, kernels::OsRandom());
+    status = item.status;
+  } else {
+    status = absl::InvalidArgumentError("no key generation");
+  }
+  if (!status.ok()) return InvalidArgumentError(StrCat(field, ": ", Msg(status)));
+  uint8_t diff = expanded.size() == sk.size() ? 0 : 1;
+  for (size_t i = 0; i < sk.size() && i < expanded.size(); ++i) diff |= sk.data()[i] ^ expanded[i];
+  if (diff != 0) {
+    return InvalidArgumentError(
+        StrCat(field, ": the PKCS#8 seed and expanded key do not match (", Name(d), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MismatchError(const AlgorithmDescriptor& d, encoding::AlgorithmId got,
+                           const char* field) {
+  return InvalidArgumentError(StrCat(field, ": the key is encoded for ",
+                                     std::string(kernels::Facts(got).name), ", the request names ",
+                                     Name(d)));
+}
+
+}  // namespace
+
+absl::StatusOr<kernels::Bytes> ResolvePublicKey(const AlgorithmDescriptor& d, kernels::Bytes given,
+                                                const char* field, std::vector<uint8_t>* decoded) {
+  if (given.size() == d.facts->public_key_bytes) return given;  // raw: the hot path
+  if (!encoding::HasStandardEncoding(d.id()) || !LooksEncoded(given)) {
+    return CheckPublicKeySize(d, given.size(), field);
+  }
+  absl::StatusOr<encoding::PublicKey> key = encoding::DecodePublicKey(given);
+  if (!key.ok()) {
+    return InvalidArgumentError(StrCat(field, ": expected ", d.facts->public_key_bytes,
+                                       " bytes (raw) or a SubjectPublicKeyInfo for ", Name(d),
+                                       ", got ", given.size(), " bytes: ", Msg(key.status())));
+  }
+  if (key->algorithm != d.id()) return MismatchError(d, key->algorithm, field);
+  *decoded = std::move(key->key);
+  return kernels::Bytes(*decoded);
+}
+
+absl::StatusOr<kernels::Bytes> ResolvePrivateKey(const AlgorithmDescriptor& d, kernels::Bytes given,
+                                                 const char* field, SecretBytes* decoded) {
+  const kernels::AlgorithmFacts& f = *d.facts;
+  if (given.size() == f.seed_bytes || given.size() == f.private_key_bytes) return given;
+  if (!encoding::HasStandardEncoding(d.id()) || !LooksEncoded(given)) {
+    return CheckPrivateKeySize(d, given.size(), field);
+  }
+  absl::StatusOr<encoding::PrivateKey> key = encoding::DecodePrivateKey(given);
+  if (!key.ok()) {
+    return InvalidArgumentError(StrCat(field, ": expected ", f.seed_bytes, " (seed) or ",
+                                       f.private_key_bytes, " (expanded) bytes (raw) or a PKCS#8 ",
+                                       "private key for ", Name(d), ", got ", given.size(),
+                                       " bytes: ", Msg(key.status())));
+  }
+  if (key->algorithm != d.id()) return MismatchError(d, key->algorithm, field);
+  if (!key->seed.empty() && !key->expanded.empty()) {
+    if (absl::Status s = CheckSeedMatchesExpanded(d, key->seed.view(), key->expanded.view(), field);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const encoding::SecretBuffer& raw = key->seed.empty() ? key->expanded : key->seed;
+  *decoded = SecretBytes(raw.data(), raw.size());
+  return kernels::Bytes(decoded->data(), decoded->size());
+}
+
+absl::Status EncodeAnswerKeys(const AlgorithmDescriptor& d, pqc::v1::KeyFormat format,
+                              std::string* public_key, std::string* private_key,
+                              kernels::Bytes seed) {
+  encoding::KeyFormat f = encoding::KeyFormat::kRaw;
+  switch (format) {
+    case pqc::v1::KEY_FORMAT_RAW:
+      return absl::OkStatus();
+    case pqc::v1::KEY_FORMAT_DER:
+      f = encoding::KeyFormat::kDer;
+      break;
+    case pqc::v1::KEY_FORMAT_PEM:
+      f = encoding::KeyFormat::kPem;
+      break;
+    default:
+      return InvalidArgumentError(StrCat("format: unknown key format ", static_cast<int>(format)));
+  }
+  if (!encoding::HasStandardEncoding(d.id())) {
+    return InvalidArgumentError(
+        StrCat("format: ", Name(d), " has no standard key encoding (use KEY_FORMAT_RAW)"));
+  }
+  if (public_key != nullptr) {
+    auto pk = encoding::EncodePublicKey(
+        d.id(),
+        kernels::Bytes(reinterpret_cast<const uint8_t*>(public_key->data()), public_key->size()),
+        f);
+    if (!pk.ok()) return pk.status();
+    public_key->assign(pk->begin(), pk->end());
+  }
+  if (private_key != nullptr && !private_key->empty()) {
+    const kernels::Bytes expanded(reinterpret_cast<const uint8_t*>(private_key->data()),
+                                  private_key->size());
+    auto sk = seed.empty() ? encoding::EncodePrivateKey(d.id(), {}, expanded, f)
+                           : encoding::EncodePrivateKey(d.id(), seed, {}, f);
+    if (!sk.ok()) return sk.status();
+    encoding::Wipe(private_key->data(), private_key->size());
+    private_key->assign(reinterpret_cast<const char*>(sk->data()), sk->size());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<size_t> HashOutputLength(const AlgorithmDescriptor& d, uint64_t requested,

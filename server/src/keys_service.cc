@@ -104,6 +104,15 @@ grpc::ServerUnaryReactor* KeysService::GetPublicKey(grpc::CallbackServerContext*
                if (!rec.ok()) return rec.status();
                scope->set_algorithm(AlgorithmLabel(rec->algorithm));
                FillKeyInfo(*rec, ctx->keys->Versions(rec->owner, rec->key_id), response);
+               if (request->format() != pqc::v1::KEY_FORMAT_RAW) {
+                 const AlgorithmDescriptor* d = LookupAlgorithm(rec->algorithm);
+                 if (d == nullptr) return absl::InternalError("held key of an unknown algorithm");
+                 if (absl::Status s = EncodeAnswerKeys(*d, request->format(),
+                                                       response->mutable_public_key(), nullptr, {});
+                     !s.ok()) {
+                   return s;
+                 }
+               }
                return absl::OkStatus();
              });
 }
@@ -186,17 +195,29 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
           if (absl::Status s = ValidateLabels(request->labels()); !s.ok()) return s;
           auto owner = ManagedOwner(caller, request->owner());
           if (!owner.ok()) return owner.status();
-          const std::string& sk = request->private_key();
-          auto pk =
-              PublicKeyOf(*info, Bytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
-                          request->public_key());
+          // Raw, or PKCS#8 / SubjectPublicKeyInfo in DER or PEM (docs/encodings.md).
+          const std::string& given_sk = request->private_key();
+          SecretBytes decoded_sk;
+          auto sk = ResolvePrivateKey(
+              *info, Bytes(reinterpret_cast<const uint8_t*>(given_sk.data()), given_sk.size()),
+              "private_key", &decoded_sk);
+          if (!sk.ok()) return sk.status();
+          std::string given_pk;
+          if (!request->public_key().empty()) {
+            std::vector<uint8_t> decoded_pk;
+            const std::string& pk_field = request->public_key();
+            auto raw_pk = ResolvePublicKey(
+                *info, Bytes(reinterpret_cast<const uint8_t*>(pk_field.data()), pk_field.size()),
+                "public_key", &decoded_pk);
+            if (!raw_pk.ok()) return raw_pk.status();
+            given_pk.assign(raw_pk->begin(), raw_pk->end());
+          }
+          auto pk = PublicKeyOf(*info, *sk, given_pk);
           if (!pk.ok()) return pk.status();
           std::map<std::string, std::string> labels(request->labels().begin(),
                                                     request->labels().end());
-          return ctx->keys->Create(
-              *owner, key_id, request->algorithm(), std::move(*pk),
-              SecretBytes(reinterpret_cast<const uint8_t*>(sk.data()), sk.size()),
-              std::move(labels));
+          return ctx->keys->Create(*owner, key_id, request->algorithm(), std::move(*pk),
+                                   SecretBytes(sk->data(), sk->size()), std::move(labels));
         }();
         ctx->Audit(caller.identity, "import", request->owner(), key_id,
                    result.ok() ? result->version : 0, AlgorithmLabel(request->algorithm()),

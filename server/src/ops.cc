@@ -107,6 +107,12 @@ void OpState::Complete(absl::Status status) {
         s.response->set_key_version(rec->version);
         s.response->clear_private_key();
         s.response->clear_seed();
+        if (s.key_format != pqc::v1::KEY_FORMAT_RAW) {
+          if (const AlgorithmDescriptor* d = LookupAlgorithm(s.algorithm); d != nullptr) {
+            EncodeAnswerKeys(*d, s.key_format, s.response->mutable_public_key(), nullptr, {})
+                .IgnoreError();  // checked before the job
+          }
+        }
       }
       auto d = std::move(done);
       d(result);
@@ -243,6 +249,14 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
   if (!req.hold() && (!req.key_id().empty() || !req.labels().empty())) {
     return InvalidArgumentError("key_id/labels: only with hold = true");
   }
+  const pqc::v1::KeyFormat key_format = req.key_format();
+  if (key_format != pqc::v1::KEY_FORMAT_RAW) {
+    // Validated before the job runs: the re-encoding after it cannot fail.
+    std::string probe(f.public_key_bytes, '\0');
+    if (absl::Status s = EncodeAnswerKeys(*info, key_format, &probe, nullptr, {}); !s.ok()) {
+      return InvalidArgumentError(StrCat("key_format: ", s.message()));
+    }
+  }
   resp->set_algorithm(req.algorithm());
   const Bytes seed = View(req.seed());
   const MutBytes public_key = Resize(resp->mutable_public_key(), f.public_key_bytes);
@@ -273,6 +287,7 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
     st->store->labels.insert(req.labels().begin(), req.labels().end());
     st->store->owner = caller.identity;
     st->store->response = resp;
+    st->store->key_format = key_format;
   } else {
     private_key = Resize(resp->mutable_private_key(), f.private_key_bytes);
     if (req.seed().empty()) {
@@ -282,6 +297,14 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
     }
   }
   SetKeyGenJob(*info, seed, public_key, private_key, seed_out, &st->job);
+  if (key_format != pqc::v1::KEY_FORMAT_RAW && !req.hold()) {
+    // SubjectPublicKeyInfo and PKCS#8 in the seed form (docs/encodings.md); the seed stays raw.
+    st->post = [info, key_format, resp] {
+      EncodeAnswerKeys(*info, key_format, resp->mutable_public_key(), resp->mutable_private_key(),
+                       View(resp->seed()))
+          .IgnoreError();  // sizes and format were checked before the job
+    };
+  }
   return absl::OkStatus();
 }
 
@@ -313,18 +336,22 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
   if (!info.ok()) return info.status();
   if constexpr (kPrivate) {
     if (req.has_key_ref()) return JobKey{*info, View(*st->held_private)};
-    if (absl::Status s = CheckPrivateKeySize(**info, req.private_key().size(), "private_key");
-        !s.ok()) {
-      return s;
+    // Raw (a size check), or PKCS#8 DER/PEM decoded into a buffer the OpState keeps alive.
+    SecretBytes decoded;
+    auto key = ResolvePrivateKey(**info, View(req.private_key()), "private_key", &decoded);
+    if (!key.ok()) return key.status();
+    if (!decoded.empty()) {
+      auto held = std::make_shared<SecretBytes>(std::move(decoded));
+      st->held_private = held;
+      return JobKey{*info, View(*held)};
     }
-    return JobKey{*info, View(req.private_key())};
+    return JobKey{*info, *key};
   } else {
     if (req.has_key_ref()) return JobKey{*info, View(st->held_public)};
-    if (absl::Status s = CheckPublicKeySize(**info, req.public_key().size(), "public_key");
-        !s.ok()) {
-      return s;
-    }
-    return JobKey{*info, View(req.public_key())};
+    // Raw (a size check), or a SubjectPublicKeyInfo DER/PEM decoded into st->held_public.
+    auto key = ResolvePublicKey(**info, View(req.public_key()), "public_key", &st->held_public);
+    if (!key.ok()) return key.status();
+    return JobKey{*info, *key};
   }
 }
 

@@ -37,6 +37,7 @@ struct OpState {
     std::map<std::string, std::string> labels;
     std::string owner;
     pqc::v1::KeyGenResponse* response = nullptr;
+    pqc::v1::KeyFormat key_format = pqc::v1::KEY_FORMAT_RAW;  // of the answer's public key
   };
   std::unique_ptr<Store> store;
   // Called exactly once with the final status. May destroy this OpState.

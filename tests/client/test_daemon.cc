@@ -572,6 +572,48 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
   EXPECT_EQ(Shell(std::string(PQC_CLI) + " sign --help > /dev/null"), 0);
 }
 
+// --format der|pem (docs/encodings.md): keys written as SubjectPublicKeyInfo / PKCS#8 and read
+// back by the daemon; a held key imported from PEM and its public key fetched as PEM.
+TEST_F(DaemonTest, CliKeyFormats) {
+  const auto& dir = daemon_->dir();
+  const std::string pqc = std::string(PQC_CLI) + " --target unix:" + (dir / "pqcd.sock");
+  auto run = [&](const std::string& args) { return Shell(pqc + " " + args); };
+  ASSERT_EQ(run("--format pem keygen -a ML-KEM-768 --pub-out " + (dir / "ek.pem") + " --priv-out " +
+                (dir / "dk.pem")),
+            0);
+  EXPECT_TRUE(Slurp(dir / "ek.pem").starts_with("-----BEGIN PUBLIC KEY-----\n"));
+  EXPECT_TRUE(Slurp(dir / "dk.pem").starts_with("-----BEGIN PRIVATE KEY-----\n"));
+  ASSERT_EQ(run("--format pem encaps -a ML-KEM-768 --pub " + (dir / "ek.pem") + " --ct-out " +
+                (dir / "fct") + " --ss-out " + (dir / "fss1")),
+            0);
+  ASSERT_EQ(run("--format pem decaps -a ML-KEM-768 --priv " + (dir / "dk.pem") + " --ct " +
+                (dir / "fct") + " --out " + (dir / "fss2")),
+            0);
+  EXPECT_EQ(Slurp(dir / "fss1").size(), 32u);
+  EXPECT_EQ(Slurp(dir / "fss1"), Slurp(dir / "fss2"));
+  // DER files (binary) work the same way.
+  ASSERT_EQ(run("--format der keygen -a ML-DSA-65 --pub-out " + (dir / "pk.der") + " --priv-out " +
+                (dir / "sk.der")),
+            0);
+  EXPECT_EQ(Slurp(dir / "pk.der").substr(0, 1), "\x30");
+  std::ofstream(dir / "fmsg") << "message";
+  ASSERT_EQ(run("--format der sign -a ML-DSA-65 --priv " + (dir / "sk.der") + " --in " +
+                (dir / "fmsg") + " -o " + (dir / "fsig")),
+            0);
+  EXPECT_EQ(run("--format der verify -a ML-DSA-65 --pub " + (dir / "pk.der") + " --in " +
+                (dir / "fmsg") + " --sig " + (dir / "fsig") + " > /dev/null"),
+            0);
+  // Import from PEM, export the public key as PEM: the same text.
+  ASSERT_EQ(run("--format pem keys import -a ML-KEM-768 --priv " + (dir / "dk.pem") +
+                " --key-id pem-key > /dev/null"),
+            0);
+  ASSERT_EQ(run("--format pem keys get pem-key > " + (dir / "got.pem")), 0);
+  EXPECT_EQ(Slurp(dir / "got.pem"), Slurp(dir / "ek.pem"));
+  // A key of another algorithm is refused by the daemon (INVALID_ARGUMENT).
+  EXPECT_NE(run("--format pem encaps -a ML-KEM-512 --pub " + (dir / "ek.pem") + " 2> /dev/null"),
+            0);
+}
+
 #ifdef PQC_LOAD
 TEST_F(DaemonTest, LoadGeneratorShortRun) {
   const auto& dir = daemon_->dir();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target (fuzz_requests, fuzz_record) for an equal share of SECONDS in total
+# Runs every libFuzzer target (fuzz_requests, fuzz_record, fuzz_keys) for an equal share of SECONDS in total
 # (ASan+UBSan build), each from a fresh copy of its seed corpus in a temporary directory, and fails
 # on any finding.
 #
@@ -46,7 +46,7 @@ if [[ ! -f "$RT_DIR/libclang_rt.fuzzer-x86_64.a" ]]; then
 fi
 
 # ---- Build -----------------------------------------------------------------------------------
-TARGETS=(fuzz_requests fuzz_record)
+TARGETS=(fuzz_requests fuzz_record fuzz_keys)
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   echo "== configuring $BUILD_DIR (clang, ASan+UBSan, PQCD_FUZZ=ON)"
   CC=${CC:-clang} CXX=$CLANGXX cmake -S "$SRC_DIR" -B "$BUILD_DIR" -G Ninja \

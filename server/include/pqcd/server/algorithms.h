@@ -8,6 +8,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "keystore/secret_bytes.h"
 #include "pqc/v1/common.pb.h"
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/registry.h"
@@ -34,6 +36,22 @@ absl::Status CheckPublicKeySize(const AlgorithmDescriptor& d, size_t size, const
 absl::Status CheckCiphertextSize(const AlgorithmDescriptor& d, size_t size, const char* field);
 // A key-generation seed: empty (fresh randomness) or the registry's seed size.
 absl::Status CheckSeedSize(const AlgorithmDescriptor& d, size_t size, const char* field);
+
+// A key given in a request (docs/encodings.md): raw when its size is a raw size of the algorithm
+// (the view is returned as it is: no copy, no parsing), else a SubjectPublicKeyInfo / PKCS#8 in
+// DER or PEM whose OID must name this algorithm, decoded into *decoded and returned as a view of
+// it. A PKCS#8 "both" key must agree: its seed is expanded with the kernels and the expanded keys
+// compared in constant time; the seed is returned. INVALID_ARGUMENT names the field.
+absl::StatusOr<kernels::Bytes> ResolvePublicKey(const AlgorithmDescriptor& d, kernels::Bytes given,
+                                                const char* field, std::vector<uint8_t>* decoded);
+absl::StatusOr<kernels::Bytes> ResolvePrivateKey(const AlgorithmDescriptor& d, kernels::Bytes given,
+                                                 const char* field, SecretBytes* decoded);
+// Re-encodes raw keys of an answer in place: the public key as SubjectPublicKeyInfo and, when
+// private_key is not null and not empty, the private key as PKCS#8 in the seed form when `seed`
+// is given, else the expanded form. RAW leaves them as they are.
+absl::Status EncodeAnswerKeys(const AlgorithmDescriptor& d, pqc::v1::KeyFormat format,
+                              std::string* public_key, std::string* private_key,
+                              kernels::Bytes seed);
 
 // The digest length of a Hash/HashStream request: the fixed digest size (output_length 0 or equal
 // to it), or for an XOF the requested length (default: the registry's), at most max_output_bytes.
