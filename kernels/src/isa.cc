@@ -1,11 +1,16 @@
 // CPU feature detection and the process-wide backend choice. On x86-64, CPUID and XGETBV; on
-// every other architecture there is no SIMD backend yet (arch/backends.h), so nothing is detected
-// and the portable backend is the only one.
+// aarch64 (Linux), getauxval(AT_HWCAP); on every other architecture there is no SIMD backend
+// (arch/backends.h), so nothing is detected and the portable backend is the only one.
 #include "pqcd/kernels/isa.h"
 
 #if defined(__x86_64__)  // the architecture of arch/x86_64/ (arch/backends.h)
 #include <cpuid.h>
 #define PQCD_ISA_X86 1
+#endif
+#if defined(__aarch64__) && defined(__linux__)  // the architecture of arch/aarch64/
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#define PQCD_ISA_AARCH64 1
 #endif
 
 #include <atomic>
@@ -52,13 +57,29 @@ CpuFeatures DetectX86() {
 }
 #endif
 
+#if defined(PQCD_ISA_AARCH64)
+CpuFeatures DetectAarch64() {
+  CpuFeatures f;
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  f.neon = (hwcap & HWCAP_ASIMD) != 0;
+  f.sha3 = f.neon && (hwcap & HWCAP_SHA3) != 0;
+  return f;
+}
+#endif
+
 CpuFeatures Detect() {
 #if defined(PQCD_ISA_X86)
   CpuFeatures f = DetectX86();
+#elif defined(PQCD_ISA_AARCH64)
+  CpuFeatures f = DetectAarch64();
 #else
-  CpuFeatures f;  // no SIMD backend on this architecture yet
+  CpuFeatures f;  // no SIMD backend on this architecture
 #endif
   // A backend that the CPU has but that fails its known-answer check is treated as absent.
+  if (f.neon && !BackendSelfTestPasses(Isa::kNeon)) {
+    std::fprintf(stderr, "pqcd: NEON backend failed its self-check; not using it\n");
+    f.neon = f.sha3 = false;
+  }
   if (f.avx512 && !BackendSelfTestPasses(Isa::kAvx512)) {
     std::fprintf(stderr, "pqcd: AVX-512 backend failed its self-check; not using it\n");
     f.avx512 = f.avx512_vbmi = f.avx512_ifma = false;
@@ -95,6 +116,8 @@ std::string_view IsaName(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kNeon:
+      return "neon";
   }
   return "unknown";
 }
@@ -103,8 +126,9 @@ absl::StatusOr<Isa> ParseIsa(std::string_view name) {
   if (name == "portable" || name == "ref" || name == "scalar") return Isa::kPortable;
   if (name == "avx2") return Isa::kAvx2;
   if (name == "avx512") return Isa::kAvx512;
+  if (name == "neon") return Isa::kNeon;
   return absl::InvalidArgumentError("unknown ISA '" + std::string(name) +
-                                    "' (expected portable, avx2 or avx512)");
+                                    "' (expected portable, avx2, avx512 or neon)");
 }
 
 const CpuFeatures& DetectedCpuFeatures() {
@@ -119,6 +143,8 @@ bool IsaSupported(Isa isa) {
       return Features().avx2;
     case Isa::kAvx512:
       return Features().avx512;
+    case Isa::kNeon:
+      return Features().neon;
   }
   return false;
 }
@@ -126,6 +152,7 @@ bool IsaSupported(Isa isa) {
 Isa BestSupportedIsa() {
   if (IsaSupported(Isa::kAvx512)) return Isa::kAvx512;
   if (IsaSupported(Isa::kAvx2)) return Isa::kAvx2;
+  if (IsaSupported(Isa::kNeon)) return Isa::kNeon;
   return Isa::kPortable;
 }
 
@@ -164,6 +191,8 @@ void MaskCpuFeaturesForTesting(const CpuFeatures& mask_off) {
   if (mask_off.avx2 || mask_off.avx512) f.avx512 = false;
   if (!f.avx512 || mask_off.avx512_vbmi) f.avx512_vbmi = false;
   if (!f.avx512 || mask_off.avx512_ifma) f.avx512_ifma = false;
+  if (mask_off.neon) f.neon = false;
+  if (!f.neon || mask_off.sha3) f.sha3 = false;
   const int active = g_active.load();
   if (active >= 0 && !IsaSupported(static_cast<Isa>(active))) {
     g_active.store(static_cast<int>(BestSupportedIsa()));

@@ -62,7 +62,8 @@ std::string ToHex(const uint8_t* data, size_t n) {
 
 std::vector<kernels::Isa> SupportedIsas() {
   std::vector<kernels::Isa> out;
-  for (kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+  for (kernels::Isa isa :
+       {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kNeon}) {
     if (kernels::IsaSupported(isa)) out.push_back(isa);
   }
   return out;

@@ -267,7 +267,7 @@ TEST(HashNames, CanonicalNamesRoundTrip) {
 TEST(HashBatch, EqualsOneShotForSizes0To17) {
   std::mt19937_64 rng(13);
   const Isa saved = ActiveIsa();
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     SCOPED_TRACE(std::string("backend ") + std::string(IsaName(isa)));

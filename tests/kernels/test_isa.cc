@@ -10,7 +10,7 @@
 namespace pqcd::kernels {
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::kPortable, Isa::kAvx2, Isa::kAvx512};
+constexpr Isa kAllIsas[] = {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon};
 
 // Sets or clears PQCD_ISA for one scope and restores the previous value and active ISA.
 class ScopedIsaEnv {
@@ -50,9 +50,10 @@ TEST(Isa, NamesRoundTrip) {
   EXPECT_EQ(IsaName(Isa::kPortable), "portable");
   EXPECT_EQ(IsaName(Isa::kAvx2), "avx2");
   EXPECT_EQ(IsaName(Isa::kAvx512), "avx512");
+  EXPECT_EQ(IsaName(Isa::kNeon), "neon");
   EXPECT_EQ(*ParseIsa("ref"), Isa::kPortable);
   EXPECT_EQ(*ParseIsa("scalar"), Isa::kPortable);
-  for (const char* bad : {"", "bogus", "avx", "avx-512", "sse2", "neon"}) {
+  for (const char* bad : {"", "bogus", "avx", "avx-512", "sse2", "asimd"}) {
     const absl::StatusOr<Isa> r = ParseIsa(bad);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << "'" << bad << "'";
   }
@@ -61,12 +62,17 @@ TEST(Isa, NamesRoundTrip) {
 TEST(Isa, DetectionIsConsistent) {
   const CpuFeatures& f = DetectedCpuFeatures();
   // Informational only: CI machines differ.
-  std::printf("[isa] detected: avx2=%d avx512=%d avx512_vbmi=%d avx512_ifma=%d, best=%s\n", f.avx2,
-              f.avx512, f.avx512_vbmi, f.avx512_ifma,
-              std::string(IsaName(BestSupportedIsa())).c_str());
+  std::printf(
+      "[isa] detected: avx2=%d avx512=%d avx512_vbmi=%d avx512_ifma=%d neon=%d sha3=%d, best=%s\n",
+      f.avx2, f.avx512, f.avx512_vbmi, f.avx512_ifma, f.neon, f.sha3,
+      std::string(IsaName(BestSupportedIsa())).c_str());
   EXPECT_TRUE(IsaSupported(Isa::kPortable));
   EXPECT_EQ(IsaSupported(Isa::kAvx2), f.avx2);
   EXPECT_EQ(IsaSupported(Isa::kAvx512), f.avx512);
+  EXPECT_EQ(IsaSupported(Isa::kNeon), f.neon);
+  if (f.sha3) {
+    EXPECT_TRUE(f.neon);
+  }
   if (f.avx512) {
     EXPECT_TRUE(f.avx2);
   }

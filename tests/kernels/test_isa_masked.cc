@@ -41,13 +41,14 @@ TEST(IsaMasked, Avx512MissingThenAvx2Missing) {
   EXPECT_EQ(ActiveIsa(), Isa::kPortable);
   unsetenv("PQCD_ISA");
 
-  // AVX2 too: only the portable backend is left.
+  // AVX2 too (and NEON, the SIMD backend on aarch64): only the portable backend is left.
   const bool had_avx2 = IsaSupported(Isa::kAvx2);
   if (had_avx2) {
     ASSERT_TRUE(SetActiveIsa(Isa::kAvx2).ok());
   }
   CpuFeatures mask2;
   mask2.avx2 = true;
+  mask2.neon = true;
   MaskCpuFeaturesForTesting(mask2);
   EXPECT_FALSE(IsaSupported(Isa::kAvx2));
   EXPECT_EQ(BestSupportedIsa(), Isa::kPortable);

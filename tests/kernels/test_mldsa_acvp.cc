@@ -41,7 +41,7 @@ bool WithParameterSet(const std::string& name, F&& f) {
 class BackendLoop {
  public:
   BackendLoop() : saved_(ActiveIsa()) {
-    for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
       if (IsaSupported(isa)) isas_.push_back(isa);
     }
   }

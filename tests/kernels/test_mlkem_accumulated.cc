@@ -67,7 +67,7 @@ template <int K>
 std::string Accumulate(int count) {
   const Isa saved = ActiveIsa();
   std::string first, result;
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     EXPECT_TRUE(SetActiveIsa(isa).ok());
     const std::string h = AccumulateOn<K>(count);

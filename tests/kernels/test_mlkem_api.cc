@@ -290,7 +290,7 @@ TYPED_TEST(MlKemApiTest, RandomnessFailureIsReported) {
 TYPED_TEST(MlKemApiTest, BatchesMatchSingleOperations) {
   using Kem = TypeParam;
   const Isa saved = ActiveIsa();
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     SCOPED_TRACE(std::string(IsaName(isa)));
     for (size_t n = 1; n <= 17; ++n) {

@@ -14,7 +14,7 @@ namespace {
 TEST(MultilaneSha3, BatchEqualsSingleForMixedLengths) {
   const Isa saved = ActiveIsa();
   SeededRandom rng(uint64_t{5});
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     for (HashAlgorithm alg :

@@ -14,7 +14,7 @@ namespace {
 TEST(MultilaneSm3, BatchEqualsPortableForMixedLengths) {
   const Isa saved = ActiveIsa();
   SeededRandom rng(uint64_t{3});
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     for (size_t count : {0, 1, 2, 7, 8, 9, 16, 17, 33}) {

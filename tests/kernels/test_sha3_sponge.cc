@@ -67,7 +67,7 @@ TEST(Keccak, ZeroStateKnownAnswer) {
 TEST(Keccak, DispatchedEqualsPortableOnEveryBackend) {
   const Isa saved = ActiveIsa();
   std::mt19937_64 rng(1);
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     for (int trial = 0; trial < 200; ++trial) {

@@ -75,7 +75,7 @@ TEST(Sm3, Vectors) {
   ASSERT_FALSE(doc.is_null());
   VectorCounter counter("sm3/sm3_vectors.json");
   const Isa saved = ActiveIsa();
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
     for (const nlohmann::json& tc : doc["tests"]) {

@@ -47,6 +47,19 @@ extern const Backend kAvx512;
 }
 #endif
 
+#if defined(__aarch64__)
+// arch/aarch64/neon/<family>/backend.cc
+namespace keccak {
+extern const Backend kNeon;
+}
+namespace mlkem {
+extern const Backend kNeon;
+}
+namespace mldsa {
+extern const Backend kNeon;
+}
+#endif
+
 // One family's entry in a row: the backend's table, or (default) none, meaning portable. A flag
 // rather than a null test on the address: GCC does not fold `&extern_table != nullptr` in a
 // constant expression under -fsanitize=undefined.
@@ -77,7 +90,11 @@ inline constexpr ArchBackend kArchBackends[] = {
     // ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels).
     {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
 #endif
-    // aarch64: NEON (a later issue) goes here, with its tables under arch/aarch64/neon/.
+#if defined(__aarch64__)
+    // ASIMD (NEON): Keccak two states per 128-bit vector; ML-KEM all but reject_uniform; ML-DSA
+    // arithmetic and rounding (packing and sampling portable); SM3 portable.
+    {Isa::kNeon, Use(keccak::kNeon), {}, Use(mlkem::kNeon), Use(mldsa::kNeon)},
+#endif
 };
 
 // One family's tables indexed by Isa: the row's table where a row names one, else `portable`.

@@ -1,9 +1,9 @@
 // Instruction-set backends and their run-time selection.
 //
 // The backend is chosen once, at first use, from CPUID and XGETBV on x86-64 (the OS must save
-// YMM/ZMM state; other architectures have only the portable backend for now) and a known-answer
-// check of each SIMD backend against the portable code:
-// the best supported one, unless the environment variable PQCD_ISA=portable|avx2|avx512 asks for
+// YMM/ZMM state), getauxval(AT_HWCAP) on aarch64 (other architectures have only the portable
+// backend) and a known-answer check of each SIMD backend against the portable code: the best
+// supported one, unless the environment variable PQCD_ISA=portable|avx2|avx512|neon asks for
 // another. Tests and benchmarks may switch with SetActiveIsa(); asking for an ISA the CPU lacks is
 // an error, never an illegal instruction.
 #pragma once
@@ -18,10 +18,11 @@
 namespace pqcd::kernels {
 
 // Every value exists on every architecture; the ones a build has no backend for (avx2 and avx512
-// off x86-64) are simply never supported. The SIMD backends of each architecture and what they
-// provide are listed in kernels/src/arch/backends.h.
-enum class Isa : uint8_t { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
-inline constexpr size_t kIsaCount = 3;  // number of Isa values (tables indexed by Isa)
+// off x86-64, neon off aarch64) are simply never supported. The SIMD backends of each architecture
+// and what they provide are listed in kernels/src/arch/backends.h. kNeon: Advanced SIMD (ASIMD) on
+// aarch64 (arch/aarch64/neon/).
+enum class Isa : uint8_t { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+inline constexpr size_t kIsaCount = 4;  // number of Isa values (tables indexed by Isa)
 
 std::string_view IsaName(Isa isa);
 absl::StatusOr<Isa> ParseIsa(std::string_view name);
@@ -32,6 +33,8 @@ struct CpuFeatures {
   bool avx512 = false;  // AVX-512 F+BW+VL+DQ + OS-enabled ZMM/opmask state
   bool avx512_vbmi = false;
   bool avx512_ifma = false;
+  bool neon = false;  // aarch64: ASIMD (getauxval(AT_HWCAP) & HWCAP_ASIMD)
+  bool sha3 = false;  // aarch64: the SHA-3 extension (HWCAP_SHA3; EOR3, RAX1, XAR, BCAX)
 };
 const CpuFeatures& DetectedCpuFeatures();
 bool IsaSupported(Isa isa);
