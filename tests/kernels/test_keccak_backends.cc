@@ -17,14 +17,30 @@
 #include "pqcd/kernels/sha3.h"
 
 namespace pqcd::kernels::keccak {
+
+#if defined(__aarch64__)
+// The NEON x2 Keccak is not in the NEON row of arch/backends.h (under qemu it ran 1.5x the
+// instructions of the scalar permutation: bench/RESULTS.md), but it stays tested here for the
+// hybrid scalar/NEON work it is meant for.
+extern const Backend kNeon;
+#endif
+
 namespace {
 
 constexpr Isa kSimdIsas[] = {Isa::kAvx2, Isa::kAvx512, Isa::kNeon};
 
+// The Keccak table of an ISA's backend, or (NEON) the table written for it.
+const Backend& TableFor(Isa isa) {
+#if defined(__aarch64__)
+  if (isa == Isa::kNeon) return kNeon;
+#endif
+  return BackendFor(isa);
+}
+
 std::vector<Isa> SimdIsasWithTables() {
   std::vector<Isa> out;
   for (Isa isa : kSimdIsas) {
-    if (IsaSupported(isa) && &BackendFor(isa) != &kPortable) out.push_back(isa);
+    if (IsaSupported(isa) && &TableFor(isa) != &kPortable) out.push_back(isa);
   }
   return out;
 }
@@ -56,7 +72,7 @@ class KeccakBackends : public ::testing::Test {
 
 TEST_F(KeccakBackends, F1600) {
   for (Isa isa : isas_) {
-    const Backend& be = BackendFor(isa);
+    const Backend& be = TableFor(isa);
     if (be.f1600 == kPortable.f1600) continue;
     for (int k = 0; k < Calls(1); ++k) {
       uint64_t got[kKeccakLanes], want[kKeccakLanes];
@@ -71,7 +87,7 @@ TEST_F(KeccakBackends, F1600) {
 
 TEST_F(KeccakBackends, F1600x4AnyStrideLeavesOtherColumns) {
   for (Isa isa : isas_) {
-    const Backend& be = BackendFor(isa);
+    const Backend& be = TableFor(isa);
     if (be.f1600x4 == kPortable.f1600x4) continue;
     for (int k = 0; k < Calls(4); ++k) {
       for (size_t stride : {4, 5, 8}) {
@@ -97,7 +113,7 @@ TEST_F(KeccakBackends, F1600x4AnyStrideLeavesOtherColumns) {
 
 TEST_F(KeccakBackends, F1600x4x1) {
   for (Isa isa : isas_) {
-    const Backend& be = BackendFor(isa);
+    const Backend& be = TableFor(isa);
     if (be.f1600x4x1 == kPortable.f1600x4x1) continue;
     for (int k = 0; k < Calls(5); ++k) {
       constexpr size_t kStride = 4;
@@ -118,7 +134,7 @@ TEST_F(KeccakBackends, F1600x4x1) {
 
 TEST_F(KeccakBackends, F1600x8) {
   for (Isa isa : isas_) {
-    const Backend& be = BackendFor(isa);
+    const Backend& be = TableFor(isa);
     if (be.f1600x8 == kPortable.f1600x8) continue;
     for (int k = 0; k < Calls(8); ++k) {
       uint64_t got[kKeccakLanes * 8], want[kKeccakLanes * 8];
@@ -133,7 +149,7 @@ TEST_F(KeccakBackends, F1600x8) {
 
 TEST_F(KeccakBackends, ExtractLanes4) {
   for (Isa isa : isas_) {
-    const Backend& be = BackendFor(isa);
+    const Backend& be = TableFor(isa);
     if (be.extract_lanes4 == kPortable.extract_lanes4) continue;
     for (int k = 0; k < Calls(4); ++k) {
       const size_t stride = 4 + k % 5, words = k % 26;
