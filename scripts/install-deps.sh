@@ -6,13 +6,13 @@ set -euo pipefail
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang libclang-rt-14-dev clang-format valgrind
-  libssl-dev libabsl-dev
+  libssl-dev libabsl-dev libpq-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhwloc-dev hwloc libnuma-dev
   prometheus-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
-test_pkgs=(prometheus yamllint python3 python3-grpcio python3-protobuf python3-yaml openssl procps curl)
+test_pkgs=(postgresql prometheus yamllint python3 python3-grpcio python3-protobuf python3-yaml openssl procps curl)
 
 pkgs=("${build_pkgs[@]}")
 if [[ ${1:-} != "--runtime-only" ]]; then

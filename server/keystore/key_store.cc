@@ -53,11 +53,13 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <thread>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "keystore/pg_backend.h"
 #include "keystore/record_codec.h"
 #include "openssl/rand.h"
 #include "spdlog/spdlog.h"
@@ -77,7 +79,7 @@ constexpr char kKeysSubdir[] = "keys";
 constexpr char kTempPrefix[] = ".tmp-";
 constexpr char kManifestName[] = "MANIFEST";
 constexpr char kJournalName[] = "ROTATION";
-constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};
+using internal::kManifestMagic;
 constexpr char kJournalMagic[4] = {'P', 'Q', 'K', 'R'};
 constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
@@ -165,6 +167,12 @@ absl::StatusOr<std::vector<uint8_t>> ReadRecordFile(int dir_fd, const std::strin
   }
   buf.resize(got);
   return buf;
+}
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 int64_t NowUnixMs() {
@@ -318,6 +326,88 @@ struct KeyStore::Impl {
   std::atomic<uint64_t> memlock_refusals{0};
   std::atomic<uint64_t> quota_refusals{0};
 
+  // PostgreSQL store (options.postgres_dsn): the database is the truth, the map above its cache.
+  // Changes run inside a database transaction that holds the manifest row (BeginChange brings the
+  // cache up to date first, so the checks below see every replica's changes); a thread follows
+  // changes made elsewhere (SyncLoop).
+  std::unique_ptr<internal::PgBackend> pg;
+  uint64_t pending_counter = 0;  // guarded by write_mu: the counter the change in progress commits
+  int64_t reconcile_interval_ms = 2000;
+  int64_t max_staleness_ms = 30000;
+  std::function<void(bool)> on_serving_change;
+  std::atomic<int64_t> last_sync_ms{0};  // steady clock, of the last successful synchronization
+  std::atomic<bool> sync_ok{false};
+  std::atomic<uint64_t> syncs{0};
+  std::atomic<bool> stop{false};
+  std::thread sync_thread;
+  bool serving_reported = true;  // sync thread only
+
+  ~Impl() { StopSync(); }
+
+  void StopSync() {
+    if (!sync_thread.joinable()) return;
+    stop.store(true);
+    pg->Wake();
+    sync_thread.join();
+  }
+
+  void MarkSynced() {
+    last_sync_ms.store(SteadyMs(), std::memory_order_relaxed);
+    sync_ok.store(true, std::memory_order_relaxed);
+  }
+
+  bool Stale() const {
+    return pg != nullptr && max_staleness_ms > 0 &&
+           SteadyMs() - last_sync_ms.load(std::memory_order_relaxed) > max_staleness_ms;
+  }
+
+  // Starts a change (write_mu held). Postgres: BEGIN, lock the manifest row, catch up with it.
+  absl::Status BeginChange() {
+    if (pg == nullptr) return absl::OkStatus();
+    if (auto st = pg->Begin(); !st.ok()) return st;
+    auto m = pg->ReadManifest(/*for_update=*/true);
+    absl::Status st = m.status();
+    if (st.ok() && m->counter != manifest_counter) st = ApplyManifest(*m);
+    if (!st.ok()) {
+      pg->Rollback();
+      return st;
+    }
+    pending_counter = manifest_counter;
+    return absl::OkStatus();
+  }
+
+  // Ends a change whose writes all succeeded (write_mu held). Postgres: NOTIFY, COMMIT.
+  absl::Status CommitChange() {
+    if (pg == nullptr) return absl::OkStatus();
+    if (auto st = pg->Commit(pending_counter); !st.ok()) return st;
+    manifest_counter = pending_counter;
+    MarkSynced();
+    return absl::OkStatus();
+  }
+
+  void AbortChange() {
+    if (pg != nullptr) pg->Rollback();
+  }
+
+  // Rolls a change back unless it was committed (file stores: nothing to do).
+  struct ChangeGuard {
+    Impl& impl;
+    bool committed = false;
+    ~ChangeGuard() {
+      if (!committed) impl.AbortChange();
+    }
+  };
+
+  // Brings the cache to the database's manifest m (write_mu held): loads the listed versions it
+  // lacks (checking each row against its sealed metadata and the manifest's uid), drops what m
+  // no longer lists. A manifest older than one already applied is refused (the database was
+  // rolled back to an earlier state: deleted keys might come back).
+  absl::Status ApplyManifest(const Manifest& m);
+  // One synchronization from the sync thread (takes write_mu).
+  void SyncOnce();
+  void SyncLoop();
+  void UpdateServing();
+
   Manifest Snapshot() const {
     Manifest m;
     std::shared_lock lock(mu);
@@ -332,6 +422,11 @@ struct KeyStore::Impl {
   // Seals and durably replaces keys/MANIFEST. Called with write_mu held.
   absl::Status WriteManifest(Manifest m) {
     m.counter = manifest_counter + 1;
+    if (pg != nullptr) {  // inside the change's transaction; counted at CommitChange
+      if (auto st = pg->WriteManifest(m); !st.ok()) return st;
+      pending_counter = m.counter;
+      return absl::OkStatus();
+    }
     auto sealed = sealer->SealBlob(kManifestMagic, internal::EncodeManifestPayload(m));
     if (!sealed.ok()) return sealed.status();
     if (auto st = WriteFileAtomic(keys_dir_fd.get(), keys_dir, kManifestName, *sealed, true);
@@ -348,6 +443,10 @@ struct KeyStore::Impl {
                     rec.owner,  rec.labels,  rec.public_key, uid};
     auto sealed = sealer->Seal(meta, *rec.private_key);
     if (!sealed.ok()) return sealed.status();
+    if (pg != nullptr) {
+      return pg->PutRecord(
+          {rec.owner, rec.key_id, rec.version, uid, std::string(sealed->begin(), sealed->end())});
+    }
     const std::string name = internal::MakeKeyFileName(rec.owner, rec.key_id, rec.version);
     absl::Status st = WriteFileAtomic(keys_dir_fd.get(), keys_dir, name, *sealed, replace);
     if (st.code() == absl::StatusCode::kAlreadyExists) {
@@ -379,7 +478,7 @@ struct KeyStore::Impl {
     return kr;
   }
 
-  // Adds a loaded record to the map (Open only, single-threaded).
+  // Adds a loaded record to the map (Open: single-threaded; otherwise with mu held exclusively).
   void Insert(KeyRecord kr, std::string uid) {
     const Id id{kr.owner, kr.key_id};
     auto [it, inserted] = keys.try_emplace(id);
@@ -399,12 +498,16 @@ struct KeyStore::Impl {
   static absl::StatusOr<std::unique_ptr<KeyStore>> OpenImpl(const KeyStoreOptions& options,
                                                             LoadReport& rep,
                                                             const std::string* rotate_to);
+  absl::Status OpenPostgres(const KeyStoreOptions& options, LoadReport& rep);
+  // Problems found by the last ApplyManifest (write_mu held), for the load report.
+  std::vector<std::string> apply_problems;
 };
 
 KeyStore::KeyStore() : impl_(std::make_unique<Impl>()) {}
 
 KeyStore::~KeyStore() {
   if (!impl_) return;
+  impl_->StopSync();  // no synchronization may refill the map below
   // Drop every held key now (each SecretBytes wipes itself when its last reference goes).
   std::map<Id, Impl::Entry> doomed;
   {
@@ -417,6 +520,261 @@ KeyStore::~KeyStore() {
 
 bool KeyStore::persistent() const {
   return impl_->persistent;
+}
+
+KeyStoreHealth KeyStore::health() const {
+  KeyStoreHealth h;
+  const Impl& impl = *impl_;
+  if (impl.pg == nullptr) {
+    h.backend = impl.persistent ? "file" : "memory";
+    return h;
+  }
+  h.backend = "postgres";
+  h.up = impl.sync_ok.load(std::memory_order_relaxed) && impl.pg->listening();
+  h.serving = !impl.Stale();
+  h.sync_age_s = (SteadyMs() - impl.last_sync_ms.load(std::memory_order_relaxed)) / 1000.0;
+  h.reconnects = impl.pg->reconnects();
+  h.syncs = impl.syncs.load(std::memory_order_relaxed);
+  return h;
+}
+
+absl::Status KeyStore::Impl::OpenPostgres(const KeyStoreOptions& options, LoadReport& rep) {
+  if (!internal::IsPostgresUri(options.postgres_dsn)) {
+    return absl::InvalidArgumentError(
+        "the PostgreSQL key store needs a postgres:// or postgresql:// URI");
+  }
+  if (!options.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "a data directory and a PostgreSQL key store exclude each other (to move the keys of a "
+        "data directory into the database, use --import-data-dir)");
+  }
+  if (options.kek_file.empty()) {
+    return absl::InvalidArgumentError("the PostgreSQL key store needs a KEK file (--kek-file)");
+  }
+  {
+    auto kek = internal::LoadKek(options.kek_file, options.allow_shared_kek_file);
+    if (!kek.ok()) return kek.status();
+    sealer = std::make_unique<RecordSealer>(*kek);
+  }
+  reconcile_interval_ms = std::max<int64_t>(options.reconcile_interval_ms, 10);
+  max_staleness_ms = std::max<int64_t>(options.max_staleness_ms, 0);
+  on_serving_change = options.on_serving_change;
+  persistent = true;
+  auto backend = internal::PgBackend::Open(options.postgres_dsn, *sealer, options.start_timeout_ms);
+  if (!backend.ok()) return backend.status();
+  pg = std::move(*backend);
+  {
+    std::lock_guard write_lock(write_mu);
+    if (auto st = pg->BeginSnapshot(); !st.ok()) return st;
+    auto m = pg->ReadManifest(/*for_update=*/false);
+    absl::Status st = m.status();
+    if (st.ok()) st = ApplyManifest(*m);
+    pg->Rollback();
+    if (!st.ok()) return st;
+    rep.problems = std::move(apply_problems);
+    apply_problems.clear();
+  }
+  MarkSynced();
+  {
+    std::shared_lock lock(mu);
+    rep.loaded = count;
+  }
+  rep.corrupted = rep.problems.size();
+  rep.manifest_counter = manifest_counter;
+  for (const auto& p : rep.problems) spdlog::warn("key store: {}", p);
+  spdlog::info(
+      "key store: PostgreSQL {}: loaded {} key versions ({} problem(s); manifest #{}); reconcile "
+      "every {} ms, max staleness {} ms",
+      pg->redacted_dsn(), rep.loaded, rep.problems.size(), manifest_counter, reconcile_interval_ms,
+      max_staleness_ms);
+  sync_thread = std::thread([this] { SyncLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status KeyStore::Impl::ApplyManifest(const Manifest& m) {
+  if (m.counter < manifest_counter) {
+    return absl::DataLossError(absl::StrCat(
+        "the key store database's manifest went back from #", manifest_counter, " to #", m.counter,
+        ": the database was restored to an earlier state; refusing it (deleted keys could come "
+        "back). Restart the replicas once this is intended"));
+  }
+  using Triple = std::tuple<std::string, std::string, uint32_t>;
+  std::vector<Triple> need;
+  {
+    std::shared_lock lock(mu);
+    for (const auto& [id, mk] : m.keys) {
+      auto it = keys.find(id);
+      for (const auto& [v, uid] : mk.versions) {
+        if (it == keys.end()) {
+          need.emplace_back(id.first, id.second, v);
+          continue;
+        }
+        auto u = it->second.uids.find(v);
+        if (u == it->second.uids.end() || u->second != uid)
+          need.emplace_back(id.first, id.second, v);
+      }
+    }
+  }
+  std::map<Triple, std::pair<KeyRecord, std::string>> loaded;
+  std::vector<std::string> problems;
+  if (!need.empty()) {
+    auto rows = pg->FetchRecords(need);
+    if (!rows.ok()) return rows.status();
+    for (internal::PgRecordRow& row : *rows) {
+      auto mk = m.keys.find({row.owner, row.key_id});
+      if (mk == m.keys.end()) continue;  // not listed: dead (deleted, or put back from a backup)
+      auto listed = mk->second.versions.find(row.version);
+      if (listed == mk->second.versions.end() || listed->second != row.uid) continue;
+      const Id id{row.owner, row.key_id};
+      internal::OpenResult opened =
+          sealer->Open(reinterpret_cast<const uint8_t*>(row.sealed.data()), row.sealed.size());
+      row.sealed.clear();
+      if (opened.failure != OpenFailure::kNone) {
+        problems.push_back(absl::StrCat(Describe(id, row.version),
+                                        ": database record does not open: ", opened.reason));
+        continue;
+      }
+      const RecordMeta& meta = opened.meta;
+      if (meta.owner != row.owner || meta.key_id != row.key_id || meta.version != row.version ||
+          meta.uid != listed->second) {
+        problems.push_back(absl::StrCat(
+            Describe(id, row.version),
+            ": database record's sealed owner, id, version or uid differs from its row (moved "
+            "or swapped in the database); not loaded"));
+        continue;
+      }
+      if (!opened.private_key.locked()) {
+        problems.push_back(absl::StrCat(Describe(id, row.version),
+                                        ": the private key could not be locked in memory "
+                                        "(RLIMIT_MEMLOCK too low?); not loaded"));
+        continue;
+      }
+      loaded.emplace(Triple{row.owner, row.key_id, row.version},
+                     std::pair{ToRecord(std::move(opened), row.owner), listed->second});
+    }
+  }
+  std::vector<std::shared_ptr<const SecretBytes>> doomed;  // released after the lock
+  {
+    std::unique_lock lock(mu);
+    for (auto it = keys.begin(); it != keys.end();) {
+      auto mk = m.keys.find(it->first);
+      Entry& e = it->second;
+      for (auto v = e.versions.begin(); v != e.versions.end();) {
+        const bool keep = mk != m.keys.end() && mk->second.versions.contains(v->first) &&
+                          mk->second.versions.at(v->first) == e.uids[v->first];
+        if (keep) {
+          ++v;
+          continue;
+        }
+        doomed.push_back(std::move(v->second.private_key));
+        e.uids.erase(v->first);
+        v = e.versions.erase(v);
+        --count;
+      }
+      if (e.versions.empty()) {
+        if (--per_owner[it->first.first] == 0) per_owner.erase(it->first.first);
+        it = keys.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [t, rec_uid] : loaded) {
+      auto& [rec, uid] = rec_uid;
+      const Id id{std::get<0>(t), std::get<1>(t)};
+      auto it = keys.find(id);
+      if (it != keys.end() && it->second.algorithm != rec.algorithm) {
+        problems.push_back(absl::StrCat(Describe(id, rec.version),
+                                        ": algorithm differs from the key's other versions"));
+        continue;
+      }
+      Insert(std::move(rec), std::move(uid));
+    }
+    for (const auto& [id, mk] : m.keys) {
+      auto it = keys.find(id);
+      if (it != keys.end()) it->second.high_water = mk.high_water;
+      for (const auto& [v, uid] : mk.versions) {
+        if (it == keys.end() || !it->second.versions.contains(v)) {
+          if (!loaded.contains(Triple{id.first, id.second, v})) {
+            problems.push_back(absl::StrCat(Describe(id, v),
+                                            ": listed in the database's manifest but its record "
+                                            "row is missing or could not be loaded"));
+          }
+        }
+      }
+    }
+  }
+  doomed.clear();
+  manifest_counter = m.counter;
+  for (const auto& p : problems) spdlog::warn("key store: {}", p);
+  apply_problems = std::move(problems);
+  return absl::OkStatus();
+}
+
+void KeyStore::Impl::SyncOnce() {
+  std::lock_guard write_lock(write_mu);
+  absl::Status st;
+  auto counter = pg->ReadCounter();
+  st = counter.status();
+  if (st.ok() && *counter != manifest_counter) {
+    // One snapshot for the manifest and the rows, so a change committed meanwhile by another
+    // replica cannot make listed rows look missing.
+    st = pg->BeginSnapshot();
+    if (st.ok()) {
+      auto m = pg->ReadManifest(/*for_update=*/false);
+      st = m.status();
+      if (st.ok()) st = ApplyManifest(*m);
+      pg->Rollback();
+      if (st.ok()) syncs.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  const bool was_ok = sync_ok.load(std::memory_order_relaxed);
+  if (st.ok()) {
+    MarkSynced();
+    if (!was_ok) spdlog::info("key store: synchronized with the database again");
+  } else {
+    sync_ok.store(false, std::memory_order_relaxed);
+    if (was_ok) spdlog::warn("key store: synchronization failed: {}", std::string(st.message()));
+  }
+}
+
+void KeyStore::Impl::UpdateServing() {
+  const bool serving = !Stale();
+  if (serving == serving_reported) return;
+  serving_reported = serving;
+  if (serving) {
+    spdlog::info("key store: held keys are served again");
+  } else {
+    spdlog::error(
+        "key store: no synchronization with the database for more than {} ms: held keys are not "
+        "used until it is reachable again",
+        max_staleness_ms);
+  }
+  if (on_serving_change) on_serving_change(serving);
+}
+
+void KeyStore::Impl::SyncLoop() {
+  int backoff_ms = 100;
+  bool listen_ok = true;
+  while (!stop.load()) {
+    const int wait_ms = listen_ok ? static_cast<int>(reconcile_interval_ms) : backoff_ms;
+    absl::Status st = pg->WaitForChange(wait_ms);
+    if (stop.load()) break;
+    if (!st.ok()) {
+      if (listen_ok) {
+        spdlog::warn("key store: lost the database's notifications: {} (retrying with backoff)",
+                     std::string(st.message()));
+      }
+      listen_ok = false;
+      sync_ok.store(false, std::memory_order_relaxed);
+      backoff_ms = std::min(backoff_ms * 2, 5000);
+      UpdateServing();
+      continue;
+    }
+    listen_ok = true;
+    backoff_ms = 100;
+    SyncOnce();
+    UpdateServing();
+  }
 }
 
 size_t KeyStore::size() const {
@@ -448,6 +806,15 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   std::unique_ptr<KeyStore> store(new KeyStore());
   Impl& impl = *store->impl_;
   impl.max_keys_per_owner = options.max_keys_per_owner;
+  if (!options.postgres_dsn.empty()) {
+    if (rotate_to != nullptr) {
+      return absl::UnimplementedError(
+          "KEK rotation of a PostgreSQL key store is not supported yet "
+          "(docs/key-store-postgres.md, \"KEK rotation\")");
+    }
+    if (auto st = impl.OpenPostgres(options, rep); !st.ok()) return st;
+    return store;
+  }
   if (options.data_dir.empty()) {
     if (!options.kek_file.empty()) {
       spdlog::warn("key store: kek_file is set but data_dir is not; keys are held in memory only");
@@ -839,6 +1206,76 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   return store;
 }
 
+absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeyStoreOptions& to,
+                                       ImportReport* report) {
+  ImportReport local;
+  ImportReport& rep = report != nullptr ? *report : local;
+  rep = ImportReport{};
+  if (from.data_dir.empty() || !from.postgres_dsn.empty()) {
+    return absl::InvalidArgumentError("the import source must be a data directory");
+  }
+  if (to.postgres_dsn.empty() || !to.data_dir.empty()) {
+    return absl::InvalidArgumentError("the import target must be a PostgreSQL key store");
+  }
+  LoadReport loaded;
+  auto src = Open(from, &loaded);
+  if (!src.ok()) return src.status();
+  if (!loaded.problems.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the data directory ", from.data_dir, " reported ", loaded.problems.size(),
+        " problem(s) at load (see the log); fix them before importing so that nothing is lost"));
+  }
+  KeyStoreOptions target = to;
+  target.max_keys_per_owner = 0;  // an import copies what exists; quotas apply to new keys
+  auto dst = Open(target);
+  if (!dst.ok()) return dst.status();
+  Impl& s = *(*src)->impl_;
+  Impl& d = *(*dst)->impl_;
+  std::vector<Impl::Entry> entries;
+  {
+    std::shared_lock lock(s.mu);
+    for (const auto& [id, e] : s.keys) entries.push_back(e);
+  }
+  for (const Impl::Entry& e : entries) {
+    const Id id{e.owner, e.key_id};
+    std::lock_guard write_lock(d.write_mu);
+    if (auto st = d.BeginChange(); !st.ok()) return st;
+    Impl::ChangeGuard change{d};
+    {
+      std::shared_lock lock(d.mu);
+      auto it = d.keys.find(id);
+      if (it != d.keys.end()) {
+        if (it->second.uids == e.uids) {
+          ++rep.keys_already_present;
+        } else {
+          rep.conflicts.push_back(absl::StrCat(
+              "owner '", e.owner, "' key '", e.key_id,
+              "': the database holds this key with other versions or records; not copied"));
+        }
+        continue;
+      }
+    }
+    Manifest m = d.Snapshot();
+    ManifestKey& k = m.keys[id];
+    k.high_water = e.high_water;
+    k.versions = e.uids;
+    if (auto st = d.WriteManifest(std::move(m)); !st.ok()) return st;
+    for (const auto& [v, rec] : e.versions) {
+      if (auto st = d.Persist(rec, e.uids.at(v), /*replace=*/true); !st.ok()) return st;
+    }
+    if (auto st = d.CommitChange(); !st.ok()) return st;
+    change.committed = true;
+    {
+      std::unique_lock lock(d.mu);
+      for (const auto& [v, rec] : e.versions) d.Insert(rec, e.uids.at(v));
+      d.keys[id].high_water = e.high_water;
+    }
+    ++rep.keys_copied;
+    rep.versions_copied += e.versions.size();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status KeyStore::RotateKek(const KeyStoreOptions& options, const std::string& new_kek_file,
                                  LoadReport* report) {
   LoadReport local_report;
@@ -887,6 +1324,8 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
   if (private_key.empty()) return absl::InvalidArgumentError("private key is empty");
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
+  if (auto st = impl.BeginChange(); !st.ok()) return st;
+  Impl::ChangeGuard change{impl};
   {
     std::shared_lock lock(impl.mu);
     if (impl.keys.contains({owner, key_id})) {
@@ -927,9 +1366,12 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
     k.versions[1] = uid;
     if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
     if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
-      (void)impl.WriteManifest(impl.Snapshot());  // best effort: take the entry back
+      // best effort: take the entry back (a database change is rolled back as a whole)
+      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot());
       return st;
     }
+    if (auto st = impl.CommitChange(); !st.ok()) return st;
+    change.committed = true;
   }
   std::unique_lock lock(impl.mu);
   Impl::Entry& e = impl.keys[{owner, key_id}];
@@ -950,6 +1392,8 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
+  if (auto st = impl.BeginChange(); !st.ok()) return st;
+  Impl::ChangeGuard change{impl};
   KeyRecord rec;
   {
     std::shared_lock lock(impl.mu);
@@ -984,9 +1428,11 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
     k.versions[rec.version] = uid;
     if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
     if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
-      (void)impl.WriteManifest(impl.Snapshot());
+      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot());
       return st;
     }
+    if (auto st = impl.CommitChange(); !st.ok()) return st;
+    change.committed = true;
   }
   std::unique_lock lock(impl.mu);
   Impl::Entry& e = impl.keys[{owner, key_id}];  // still present: mutations hold write_mu
@@ -1000,6 +1446,12 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
 absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& owner, const std::string& key_id,
                                         uint32_t version) const {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
+  if (impl_->Stale()) {
+    return absl::UnavailableError(
+        absl::StrCat("the key store has not reached its database for more than ",
+                     impl_->max_staleness_ms / 1000.0,
+                     " s (--key-store-max-staleness): held keys are not used until it has"));
+  }
   std::shared_lock lock(impl_->mu);
   auto it = impl_->keys.find({owner, key_id});
   if (it == impl_->keys.end()) return NotFound(key_id);
@@ -1064,6 +1516,8 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   std::lock_guard write_lock(impl.write_mu);
+  if (auto st = impl.BeginChange(); !st.ok()) return st;
+  Impl::ChangeGuard change{impl};
   const Id id{owner, key_id};
   std::vector<uint32_t> targets;
   {
@@ -1086,11 +1540,21 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
     ManifestKey& k = m.keys[id];
     for (uint32_t v : targets) k.versions.erase(v);
     if (k.versions.empty()) m.keys.erase(id);  // the id may be created afresh, from version 1
-    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
-    for (uint32_t v : targets) impl.RemoveFile(internal::MakeKeyFileName(owner, key_id, v));
-    if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok()) {
-      spdlog::warn("key store: {}",
-                   std::string(st.message()));  // committed; the files are dead either way
+    if (impl.pg != nullptr) {
+      // One transaction: the rows and their manifest entries go together.
+      for (uint32_t v : targets) {
+        if (auto st = impl.pg->DeleteRecord(owner, key_id, v); !st.ok()) return st;
+      }
+      if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+      if (auto st = impl.CommitChange(); !st.ok()) return st;
+      change.committed = true;
+    } else {
+      if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+      for (uint32_t v : targets) impl.RemoveFile(internal::MakeKeyFileName(owner, key_id, v));
+      if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok()) {
+        spdlog::warn("key store: {}",
+                     std::string(st.message()));  // committed; the files are dead either way
+      }
     }
   }
   std::vector<std::shared_ptr<const SecretBytes>> doomed;  // released after the lock

@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "keystore/pg_conn.h"
 #include "nlohmann/json.hpp"
 #include "pqcd/server/identity.h"
 
@@ -132,6 +133,19 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   add("rotate-kek-to", c.rotate_kek_to,
       "re-seal every held key in --data-dir (sealed under --kek-file) under the KEK in this file, "
       "print a summary and exit; resumable (rerun after an interruption)");
+  add("key-store", c.key_store,
+      "postgres:// URI: keep held keys in PostgreSQL, shared by every replica (sealed under "
+      "--kek-file; carries a password, so prefer the environment variable PQCD_KEY_STORE)");
+  add("key-store-reconcile-interval", c.key_store_reconcile_interval_s,
+      "seconds between checks of the key store database (changes also arrive by NOTIFY)")
+      ->check(CLI::Range(0.05, 3600.0));
+  add("key-store-max-staleness", c.key_store_max_staleness_s,
+      "seconds without reaching the key store database after which held keys are not used "
+      "(UNAVAILABLE) until it is reachable again; 0: use cached keys without limit")
+      ->check(CLI::Range(0.0, 30.0 * 86400.0));
+  add("import-data-dir", c.import_data_dir,
+      "copy every held key of this data directory (sealed under --kek-file; stop the daemon using "
+      "it first) into --key-store, print a summary and exit; safe to rerun");
   add("metrics-listen", c.metrics_listen,
       "Prometheus endpoint host:port, path /metrics ('none': off)");
   add("workers", c.workers, "engine worker threads (0: one per physical core)")
@@ -243,6 +257,31 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   if (!c.data_dir.empty() && c.kek_file.empty()) {
     return absl::InvalidArgumentError("--data-dir needs --kek-file (the key-encryption key)");
   }
+  if (!c.key_store.empty()) {
+    if (!c.key_store.starts_with("postgres://") && !c.key_store.starts_with("postgresql://")) {
+      return absl::InvalidArgumentError(
+          "--key-store must be a postgres:// or postgresql:// URI (the file store is --data-dir)");
+    }
+    if (c.kek_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--key-store needs --kek-file (records are sealed before they reach the database)");
+    }
+    if (!c.data_dir.empty() && c.import_data_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--key-store and --data-dir exclude each other; to move the keys of a data directory "
+          "into the database, use --import-data-dir DIR");
+    }
+    if (!c.rotate_kek_to.empty()) {
+      return absl::InvalidArgumentError(
+          "--rotate-kek-to works on a --data-dir; a PostgreSQL key store cannot be re-sealed in "
+          "place yet (docs/key-store-postgres.md)");
+    }
+  }
+  if (!c.import_data_dir.empty() && c.key_store.empty()) {
+    return absl::InvalidArgumentError(
+        "--import-data-dir needs --key-store (the PostgreSQL database to copy the keys into) and "
+        "--kek-file");
+  }
   if (!c.rotate_kek_to.empty() && c.data_dir.empty()) {
     return absl::InvalidArgumentError(
         "--rotate-kek-to needs --data-dir and --kek-file (the directory and its current KEK)");
@@ -279,6 +318,10 @@ std::string ConfigToJson(const Config& c) {
   j["allow_shared_kek_file"] = c.allow_shared_kek_file;
   j["max_keys_per_owner"] = c.max_keys_per_owner;
   j["rotate_kek_to"] = c.rotate_kek_to.empty() ? "" : "<set>";
+  j["key_store"] = c.key_store.empty() ? "" : pqcd::server::internal::RedactDsn(c.key_store);
+  j["key_store_reconcile_interval"] = c.key_store_reconcile_interval_s;
+  j["key_store_max_staleness"] = c.key_store_max_staleness_s;
+  j["import_data_dir"] = c.import_data_dir;
   j["metrics_listen"] = c.metrics_listen;
   j["workers"] = c.workers;
   j["queue_capacity"] = c.queue_capacity;

@@ -136,6 +136,23 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     key_refusals_ = std::move(f);
   }
+  void SetKeyStoreLink(std::function<KeyStoreLink()> f) {
+    absl::MutexLock lock(&mu_);
+    key_store_link_ = std::move(f);
+  }
+
+  static void AddGauge(std::vector<MetricFamily>& out, const char* name, const char* help,
+                       double value, MetricType type = MetricType::Gauge) {
+    MetricFamily f{name, help, type, {}};
+    ClientMetric m;
+    if (type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    f.metric.push_back(m);
+    out.push_back(std::move(f));
+  }
 
   // The standard process metrics (prometheus-cpp does not export them): CPU seconds and resident
   // memory from /proc/self, so that dashboards and pqc-load --server-metrics see the daemon's cost.
@@ -193,6 +210,23 @@ class Metrics::EngineCollector : public prometheus::Collectable {
         refused.metric.push_back(std::move(m));
       }
       out.push_back(std::move(refused));
+    }
+    if (key_store_link_) {
+      const KeyStoreLink l = key_store_link_();
+      AddGauge(out, "pqcd_key_store_up",
+               "1 while the key store database is connected, listened to and synchronized", l.up);
+      AddGauge(out, "pqcd_key_store_serving",
+               "1 while held keys are used (0: no synchronization for --key-store-max-staleness)",
+               l.serving);
+      AddGauge(out, "pqcd_key_store_sync_age_seconds",
+               "Seconds since the last successful synchronization with the key store database",
+               l.sync_age_s);
+      AddGauge(out, "pqcd_key_store_reconnects_total",
+               "Connections to the key store database re-established after a loss",
+               static_cast<double>(l.reconnects), MetricType::Counter);
+      AddGauge(out, "pqcd_key_store_syncs_total",
+               "Synchronizations that applied key changes made by another replica",
+               static_cast<double>(l.syncs), MetricType::Counter);
     }
     AddProcessMetrics(out);
     if (engine_ == nullptr) return out;
@@ -327,6 +361,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   const engine::Engine* engine_ = nullptr;
   std::function<size_t()> held_keys_;
   std::function<KeyRefusals()> key_refusals_;
+  std::function<KeyStoreLink()> key_store_link_;
   std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
 };
 
@@ -375,6 +410,10 @@ void Metrics::SetHeldKeysSource(std::function<size_t()> source) {
 void Metrics::CountStreamedHash(const std::string& algorithm) {
   engine_collector_->CountStreamedHash(algorithm);
 }
+void Metrics::SetKeyStoreLinkSource(std::function<KeyStoreLink()> source) {
+  engine_collector_->SetKeyStoreLink(std::move(source));
+}
+
 void Metrics::SetKeyRefusalsSource(std::function<KeyRefusals()> source) {
   engine_collector_->SetKeyRefusals(std::move(source));
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "keystore/key_store.h"
+#include "keystore/pg_conn.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/engine/pqc_executor.h"
 #include "pqcd/kernels/isa.h"
@@ -156,6 +158,34 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   return absl::OkStatus();
 }
 
+// The grpc.health.v1 status of pqc.v1.Keys: SERVING while held keys are served, set from the key
+// store's thread (Set), once the server exists (Attach), and NOT_SERVING for good at a drain.
+class KeysHealth {
+ public:
+  void Set(bool serving) {
+    std::lock_guard lock(mu_);
+    serving_ = serving;
+    if (health_ != nullptr && !draining_) health_->SetServingStatus("pqc.v1.Keys", serving);
+  }
+  void Attach(grpc::HealthCheckServiceInterface* health, bool serving) {
+    std::lock_guard lock(mu_);
+    health_ = health;
+    serving_ = serving;
+    health_->SetServingStatus("pqc.v1.Keys", serving_);
+  }
+  void Drain() {
+    std::lock_guard lock(mu_);
+    draining_ = true;
+    if (health_ != nullptr) health_->SetServingStatus("pqc.v1.Keys", false);
+  }
+
+ private:
+  std::mutex mu_;
+  grpc::HealthCheckServiceInterface* health_ = nullptr;
+  bool serving_ = true;
+  bool draining_ = false;
+};
+
 }  // namespace
 
 int DaemonMain(int argc, char** argv) {
@@ -204,6 +234,41 @@ int DaemonMain(int argc, char** argv) {
   ks_options.migrate_owner = [local = config.legacy_local_owner](const std::string& owner) {
     return MigrateLegacyOwner(owner, local);
   };
+  ks_options.postgres_dsn = config.key_store;
+  ks_options.reconcile_interval_ms =
+      static_cast<int64_t>(config.key_store_reconcile_interval_s * 1000.0);
+  ks_options.max_staleness_ms = static_cast<int64_t>(config.key_store_max_staleness_s * 1000.0);
+  // The health status of pqc.v1.Keys follows whether held keys are served (a PostgreSQL store
+  // past its staleness limit is not); the key store reports changes from its own thread.
+  auto keys_health = std::make_shared<KeysHealth>();
+  ks_options.on_serving_change = [keys_health](bool serving) { keys_health->Set(serving); };
+  if (!config.import_data_dir.empty()) {
+    // Import mode: copy a file store into the database and exit.
+    KeyStoreOptions from = ks_options;
+    from.data_dir = config.import_data_dir;
+    from.postgres_dsn.clear();
+    KeyStoreOptions to = ks_options;
+    to.data_dir.clear();
+    to.on_serving_change = nullptr;
+    ImportReport imported;
+    absl::Status s = KeyStore::ImportFileStore(from, to, &imported);
+    for (const auto& c : imported.conflicts) log->error("import: {}", c);
+    std::cout << "pqcd: import of " << config.import_data_dir << " into "
+              << internal::RedactDsn(config.key_store) << ": " << imported.keys_copied
+              << " key(s) (" << imported.versions_copied << " version(s)) copied, "
+              << imported.keys_already_present << " already there, " << imported.conflicts.size()
+              << " conflict(s)\n";
+    if (!s.ok()) {
+      std::cerr << "pqcd: import failed: " << s.message()
+                << "\n(what was copied stays; rerunning the same command continues)\n";
+      return 1;
+    }
+    if (!imported.conflicts.empty()) {
+      std::cerr << "pqcd: keys with conflicts were not copied (see the log above)\n";
+      return 1;
+    }
+    return 0;
+  }
   if (!config.rotate_kek_to.empty()) {
     // KEK rotation mode: re-seal the key store under the new KEK and exit.
     LoadReport rotated;
@@ -248,7 +313,13 @@ int DaemonMain(int argc, char** argv) {
     log->critical("cannot open the key store: {}", std::string(store.status().message()));
     return 1;
   }
-  if (config.data_dir.empty()) {
+  if (!config.key_store.empty()) {
+    for (const auto& problem : report.problems) log->error("key store: {}", problem);
+    metrics.SetKeyStoreLinkSource([ks = store->get()] {
+      const KeyStoreHealth h = ks->health();
+      return Metrics::KeyStoreLink{h.up, h.serving, h.sync_age_s, h.reconnects, h.syncs};
+    });
+  } else if (config.data_dir.empty()) {
     log->warn("no --data-dir: held keys are kept in memory only and are lost when pqcd exits");
   } else {
     log->info("key store {}: {} key versions loaded, {} corrupted record(s) skipped",
@@ -389,7 +460,7 @@ int DaemonMain(int argc, char** argv) {
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus("pqc.v1.Crypto", true);
-  health->SetServingStatus("pqc.v1.Keys", true);
+  keys_health->Attach(health, (*store)->health().serving);
   if (!config.port_file.empty()) {
     if (auto s =
             WriteFileAtomically(config.port_file, absl::StrCat(tcp_port, "\n", metrics_port, "\n"));
@@ -427,7 +498,7 @@ int DaemonMain(int argc, char** argv) {
   metrics.SetDraining(true);
   health->SetServingStatus(false);
   health->SetServingStatus("pqc.v1.Crypto", false);
-  health->SetServingStatus("pqc.v1.Keys", false);
+  keys_health->Drain();
 
   const auto grace_end = std::chrono::steady_clock::now() +
                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -457,6 +528,7 @@ int DaemonMain(int argc, char** argv) {
   metrics.SetEngine(nullptr);
   metrics.SetHeldKeysSource(nullptr);
   metrics.SetKeyRefusalsSource(nullptr);
+  metrics.SetKeyStoreLinkSource(nullptr);
   store->reset();  // zeroizes the held keys
   if (tls_files) tls_files->RemoveCopies();
   server.reset();

@@ -36,6 +36,13 @@ struct Config {
   uint32_t max_keys_per_owner = 1000;
   // KEK rotation mode: re-seal --data-dir under the KEK in this file, print a summary and exit.
   std::string rotate_kek_to;
+  // Held keys in PostgreSQL (a postgres:// URI; may carry a password: never logged), shared by
+  // every replica using it. "": --data-dir or memory.
+  std::string key_store;
+  double key_store_reconcile_interval_s = 2;  // check the database this often besides NOTIFY
+  double key_store_max_staleness_s = 30;      // stop using cached keys after this long unsynced
+  // Import mode: copy the held keys of this data directory into --key-store, print, exit.
+  std::string import_data_dir;
 
   std::string metrics_listen = "127.0.0.1:9464";  // "" or "none": no metrics endpoint
   int workers = 0;                                // engine workers; 0: one per physical core

@@ -37,6 +37,16 @@ class Metrics {
     uint64_t quota = 0;
   };
   void SetKeyRefusalsSource(std::function<KeyRefusals()> source);
+  // The key store's database link (pqcd_key_store_*), read at scrape time; only exported when
+  // the store has a database.
+  struct KeyStoreLink {
+    bool up = false;
+    bool serving = false;
+    double sync_age_s = 0;
+    uint64_t reconnects = 0;
+    uint64_t syncs = 0;
+  };
+  void SetKeyStoreLinkSource(std::function<KeyStoreLink()> source);
   // A HashStream digest (computed outside the engine) counts in pqcd_operations_total.
   void CountStreamedHash(const std::string& algorithm);
 

@@ -49,8 +49,21 @@ struct KeyRecord {
 };
 
 struct KeyStoreOptions {
-  std::string data_dir;  // empty: memory only
-  std::string kek_file;  // 32 raw bytes or 64 hex characters; required with data_dir
+  std::string data_dir;  // empty: memory only (unless postgres_dsn)
+  std::string kek_file;  // 32 raw bytes or 64 hex characters; required with data_dir or postgres
+  // A postgres:// or postgresql:// URI: the held keys live in that database, shared by every
+  // replica that uses it (pg_backend.h); data_dir must then be empty. Every replica keeps a
+  // locked in-memory copy that follows the database through LISTEN/NOTIFY and a check every
+  // reconcile_interval_ms. A replica that has not synchronized for max_staleness_ms refuses to
+  // use its copies (UNAVAILABLE) until it has (0: no limit). Changes need the database
+  // (UNAVAILABLE while it is unreachable). start_timeout_ms: how long Open retries connecting.
+  std::string postgres_dsn;
+  int64_t reconcile_interval_ms = 2000;
+  int64_t max_staleness_ms = 30000;
+  int64_t start_timeout_ms = 30000;
+  // Called (from the store's own thread) when whether held keys can be served changes: false
+  // while the staleness limit is exceeded. Postgres only.
+  std::function<void(bool serving)> on_serving_change;
   // Otherwise Open refuses a KEK file that group or others may read, write or execute.
   bool allow_shared_kek_file = false;
   uint32_t max_keys_per_owner = 0;  // 0: unlimited; counts keys (not versions) per owner
@@ -74,6 +87,25 @@ struct LoadReport {
   size_t resealed = 0;            // RotateKek: records re-sealed under the new KEK
 };
 
+// The key store's link to its database (postgres; the other kinds are always "up").
+struct KeyStoreHealth {
+  const char* backend = "memory";  // "memory", "file" or "postgres"
+  bool up = true;                  // connected, listening, and the last synchronization succeeded
+  bool serving = true;             // held keys are served (staleness within the limit)
+  double sync_age_s = 0;           // seconds since the last successful synchronization
+  uint64_t reconnects = 0;         // connections re-established after a loss
+  uint64_t syncs = 0;              // synchronizations that applied a change made elsewhere
+  uint64_t manifest_counter = 0;
+};
+
+// What ImportFileStore copied.
+struct ImportReport {
+  size_t keys_copied = 0;
+  size_t versions_copied = 0;
+  size_t keys_already_present = 0;     // same versions and records already in the database
+  std::vector<std::string> conflicts;  // owner/key_id present with other content: not copied
+};
+
 struct KeyStoreCounters {
   uint64_t memlock_refusals = 0;  // Create/AddVersion refused: the private key was not mlock'ed
   uint64_t quota_refusals = 0;    // Create refused: max_keys_per_owner reached
@@ -90,9 +122,17 @@ class KeyStore {
   // only the new KEK opens the directory. report: what was loaded and re-sealed.
   static absl::Status RotateKek(const KeyStoreOptions& options, const std::string& new_kek_file,
                                 LoadReport* report = nullptr);
+  // Copies every held key of the file store `from` (data_dir + kek_file; the daemon using it must
+  // be stopped) into the PostgreSQL store `to` (postgres_dsn + kek_file), keeping versions,
+  // high-water marks, record uids, labels and creation times. Idempotent: a key already in the
+  // database with the same record uids is skipped; one with other content is reported as a
+  // conflict and left alone. One transaction per key.
+  static absl::Status ImportFileStore(const KeyStoreOptions& from, const KeyStoreOptions& to,
+                                      ImportReport* report);
   ~KeyStore();
 
   bool persistent() const;
+  KeyStoreHealth health() const;
 
   // Adds a new key (version 1) for owner. ALREADY_EXISTS only if this owner has key_id;
   // RESOURCE_EXHAUSTED when the owner already has max_keys_per_owner keys, or when private_key is
@@ -105,7 +145,7 @@ class KeyStore {
   // RESOURCE_EXHAUSTED when private_key is not locked in memory.
   absl::StatusOr<KeyRecord> AddVersion(const std::string& owner, const std::string& key_id,
                                        std::vector<uint8_t> public_key, SecretBytes private_key);
-  // version 0 = newest. NOT_FOUND.
+  // version 0 = newest. NOT_FOUND; UNAVAILABLE when a postgres store is past its staleness limit.
   absl::StatusOr<KeyRecord> Get(const std::string& owner, const std::string& key_id,
                                 uint32_t version) const;
   // All versions of owner's key_id, oldest first; empty when missing.

@@ -48,7 +48,8 @@ inline constexpr size_t kMaxRecordBytes = 1 << 20;       // sanity bound for fil
 inline constexpr size_t kMaxManifestBytes = 256u << 20;  // sanity bound for MANIFEST
 inline constexpr size_t kMaxKeyIdLength = 128;
 inline constexpr size_t kUidBytes = 16;
-inline constexpr size_t kOwnerTagChars = 32;  // hex of 16 bytes
+inline constexpr size_t kOwnerTagChars = 32;                     // hex of 16 bytes
+inline constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};  // sealed manifest blobs
 
 // 1..128 characters of [A-Za-z0-9._-], not starting with '.'.
 bool IsValidKeyId(std::string_view key_id);
