@@ -321,6 +321,31 @@ TEST_F(PostgresStore, RowsMovedOrPutBackInTheDatabaseAreNotLoaded) {
   EXPECT_NE(c.log().find("missing or could not be loaded"), std::string::npos) << c.log();
 }
 
+TEST_F(PostgresStore, ADatabaseRolledBackIsRefusedByRunningReplicas) {
+  Daemon a;
+  ASSERT_TRUE(a.Start(ReplicaArgs({"--key-store-max-staleness", "1"})));
+  ASSERT_TRUE(KeyGenHeld(a, "old", ML_DSA_44).ok());
+  pg_->Psql("CREATE TABLE manifest_backup AS SELECT * FROM pqcd_manifest");
+  ASSERT_TRUE(KeyGenHeld(a, "new", ML_DSA_44).ok());
+  DeleteKeyRequest del;
+  del.set_key_id("old");
+  DeleteKeyResponse deleted;
+  ASSERT_TRUE(a.Keys()->Delete(Ctx().get(), del, &deleted).ok());
+  // The manifest (and the rows) as they were before: "old" would be back, "new" gone.
+  pg_->Psql(
+      "UPDATE pqcd_manifest m SET counter = b.counter, sealed = b.sealed FROM manifest_backup b;"
+      "NOTIFY pqcd_keys");
+  // A refuses the older manifest: it never serves "old" again, and once the staleness limit
+  // passes without an acceptable synchronization it stops serving held keys at all.
+  EXPECT_GE(WaitFor([&] { return SignWith(a, "new", 0).error_code() == grpc::UNAVAILABLE; },
+                    std::chrono::seconds(8))
+                .count(),
+            0);
+  EXPECT_NE(SignWith(a, "old", 0).error_code(), grpc::OK);
+  EXPECT_NE(a.log().find("went back"), std::string::npos) << a.log();
+  EXPECT_EQ(Metric(a, "pqcd_key_store_up"), 0);
+}
+
 TEST_F(PostgresStore, DatabaseRestartUnderLoad) {
   Daemon a, b;
   ASSERT_TRUE(a.Start(ReplicaArgs({"--key-store-max-staleness", "60"})));
