@@ -1,13 +1,19 @@
 // Runs one kernel hook `count` times from the portable or the NEON table, for instruction counts
 // under qemu-aarch64 with insn_count.c (bench/qemu/count_insns.sh). Usage:
-//   hook_driver portable|neon OP COUNT     OP: keccak_x4 mlkem_ntt mlkem_invntt mlkem_basemul3
-//   mlkem_cbd2 mlkem_compress10 mldsa_ntt mldsa_invntt mldsa_pwacc4 mldsa_decompose, or a whole
-//   operation through the active backend (PQCD_ISA=portable|neon chooses it): mlkem768_keygen
-//   mlkem768_encaps mlkem768_decaps mldsa65_sign mldsa65_verify
+//   hook_driver portable|neon|neon_x2|neon_sha3 OP COUNT
+//   OP: keccak_x1 keccak_x4 mlkem_ntt mlkem_invntt mlkem_basemul3 mlkem_cbd2 mlkem_compress10
+//   mlkem_reject mldsa_ntt mldsa_invntt mldsa_pwacc4 mldsa_decompose, or a whole operation through
+//   the active backend (PQCD_ISA=portable|neon chooses it): mlkem768_keygen mlkem768_encaps
+//   mlkem768_decaps mldsa65_sign mldsa65_verify.
+// Keccak tables: portable; neon = the NEON row's (keccak::kNeonAuto: the SHA-3 kernels when the
+// CPU, i.e. qemu's -cpu, reports HWCAP_SHA3, else scalar); neon_x2 = the plain-NEON x2 table
+// (keccak::kNeon, in no row); neon_sha3 = keccak::kNeonSha3 (exits 5 without HWCAP_SHA3). The
+// ML-KEM and ML-DSA tables are NEON's for all three neon* choices.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "arch/backends.h"
 #include "keccak/backend.h"
 #include "mldsa/backend.h"
 #include "mlkem/backend.h"
@@ -17,17 +23,19 @@
 
 using namespace pqcd::kernels;
 
-// The NEON x2 Keccak table: written, tested, but not in the NEON row of arch/backends.h.
-namespace pqcd::kernels::keccak {
-extern const Backend kNeon;
-}
-
 int main(int argc, char** argv) {
   if (argc != 4) return 2;
-  const Isa isa = std::strcmp(argv[1], "neon") == 0 ? Isa::kNeon : Isa::kPortable;
+  const bool neon_x2 = std::strcmp(argv[1], "neon_x2") == 0;
+  const bool neon_sha3 = std::strcmp(argv[1], "neon_sha3") == 0;
+  const Isa isa =
+      std::strcmp(argv[1], "neon") == 0 || neon_x2 || neon_sha3 ? Isa::kNeon : Isa::kPortable;
   const char* op = argv[2];
   const int count = std::atoi(argv[3]);
-  const keccak::Backend& kb = isa == Isa::kNeon ? keccak::kNeon : keccak::BackendFor(isa);
+  // Detection first: it also sets whether the NEON row's Keccak runs the SHA-3 kernels.
+  if (!DetectedCpuFeatures().sha3 && neon_sha3) return 5;
+  const keccak::Backend& kb = neon_x2     ? keccak::kNeon
+                              : neon_sha3 ? keccak::kNeonSha3
+                                          : keccak::BackendFor(isa);
   const mlkem::Backend& kem = mlkem::BackendFor(isa);
   const mldsa::Backend& dsa = mldsa::BackendFor(isa);
   static uint64_t st[25 * 4];
@@ -47,6 +55,13 @@ int main(int argc, char** argv) {
       db[j].coeffs[i] = (i * 104729 + j) % 8380417 - 4190208;
     }
   for (int i = 0; i < 1024; ++i) buf[i] = static_cast<uint8_t>(i * 31);
+  // XOF-like bytes for the rejection sampler (about 81% of candidates accepted, as from SHAKE128).
+  static uint8_t xof[3 * 168 + 8];
+  static int16_t sampled[256];
+  for (uint32_t i = 0, x = 1; i < sizeof(xof); ++i) {
+    x = x * 1664525u + 1013904223u;
+    xof[i] = static_cast<uint8_t>(x >> 24);
+  }
   for (int j = 0; j < 4; ++j) kem.mulcache_compute(kc[j], kbp[j]);
   // Whole operations: keys, a ciphertext and a signature made once, before the counted calls.
   static uint8_t seed[64], ek[MlKem768::kEncapsKeyBytes], dk[MlKem768::kDecapsKeyBytes],
@@ -67,6 +82,10 @@ int main(int argc, char** argv) {
   for (int n = 0; n < count; ++n) {
     if (!std::strcmp(op, "keccak_x4"))
       kb.f1600x4(st, 4, 0xf);
+    else if (!std::strcmp(op, "keccak_x1"))
+      kb.f1600(st);
+    else if (!std::strcmp(op, "mlkem_reject"))
+      sampled[0] = static_cast<int16_t>(sampled[0] + kem.reject_uniform(sampled, 256, xof, 504));
     else if (!std::strcmp(op, "mlkem_ntt"))
       kem.ntt(ka[0]);
     else if (!std::strcmp(op, "mlkem_invntt"))
@@ -99,6 +118,6 @@ int main(int argc, char** argv) {
       return 3;
     // Keep the inputs bounded for the next iteration.
   }
-  std::printf("%d\n", static_cast<int>(st[0] & 1) + kout.c[0] + dout.coeffs[0]);
+  std::printf("%d\n", static_cast<int>(st[0] & 1) + kout.c[0] + dout.coeffs[0] + sampled[0]);
   return 0;
 }

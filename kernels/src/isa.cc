@@ -11,6 +11,7 @@
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #define PQCD_ISA_AARCH64 1
+#include "arch/backends.h"  // keccak::UseNeonSha3Keccak
 #endif
 
 #include <atomic>
@@ -76,6 +77,19 @@ CpuFeatures Detect() {
   CpuFeatures f;  // no SIMD backend on this architecture
 #endif
   // A backend that the CPU has but that fails its known-answer check is treated as absent.
+#if defined(PQCD_ISA_AARCH64)
+  // The NEON row's Keccak runs the SHA-3-extension kernels when the CPU has them (arch/backends.h,
+  // keccak::kNeonAuto): switched on before the NEON check so that the check runs them, and off
+  // again (the scalar Keccak, the rest of NEON kept) if they fail it.
+  if (f.sha3) {
+    keccak::UseNeonSha3Keccak(true);
+    if (!BackendSelfTestPasses(Isa::kNeon)) {
+      std::fprintf(stderr, "pqcd: NEON SHA-3 Keccak failed its self-check; not using it\n");
+      f.sha3 = false;
+      keccak::UseNeonSha3Keccak(false);
+    }
+  }
+#endif
   if (f.neon && !BackendSelfTestPasses(Isa::kNeon)) {
     std::fprintf(stderr, "pqcd: NEON backend failed its self-check; not using it\n");
     f.neon = f.sha3 = false;
@@ -193,6 +207,9 @@ void MaskCpuFeaturesForTesting(const CpuFeatures& mask_off) {
   if (!f.avx512 || mask_off.avx512_ifma) f.avx512_ifma = false;
   if (mask_off.neon) f.neon = false;
   if (!f.neon || mask_off.sha3) f.sha3 = false;
+#if defined(PQCD_ISA_AARCH64)
+  keccak::UseNeonSha3Keccak(f.sha3);
+#endif
   const int active = g_active.load();
   if (active >= 0 && !IsaSupported(static_cast<Isa>(active))) {
     g_active.store(static_cast<int>(BestSupportedIsa()));

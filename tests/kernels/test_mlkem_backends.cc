@@ -9,8 +9,10 @@
 // covers the other AVX2 hooks.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -281,6 +283,68 @@ TEST_P(MlKemBackends, CtHelpers) {
     portable::CtSelect32(dw, src, mask);
     Simd().ct_select32(dg, src, mask);
     ASSERT_EQ(0, std::memcmp(dw, dg, 32)) << IsaName(GetParam()) << " ct_select32 #" << n;
+  }
+}
+
+// reject_uniform: random XOF-like buffers (some biased toward candidates >= q, one alternating
+// q-1 / q) of 168, 504 and every other multiple of 3 below 504 bytes, any `wanted`; the count and
+// the accepted values must equal portable's.
+TEST_P(MlKemBackends, RejectUniform) {
+  if (Simd().reject_uniform == kPortable.reject_uniform) GTEST_SKIP() << "portable reject_uniform";
+  alignas(32) uint8_t buf[3 * 168 + 32] = {};
+  for (int n = 0; n < RandomInputs(); ++n) {
+    const size_t len = n % 3 == 0 ? 168 : n % 3 == 1 ? 3 * 168 : 3 * static_cast<size_t>(n % 168);
+    for (size_t i = 0; i < len; ++i) buf[i] = static_cast<uint8_t>(rng_());
+    if (n % 5 == 0) {
+      for (size_t i = 1; i < len; i += 3) buf[i] |= 0xd0;
+    }
+    if (n == 1) {
+      for (size_t i = 0; i + 3 <= len; i += 3) {
+        const uint32_t v = (kQ - 1) | (uint32_t{kQ} << 12);
+        buf[i] = static_cast<uint8_t>(v);
+        buf[i + 1] = static_cast<uint8_t>(v >> 8);
+        buf[i + 2] = static_cast<uint8_t>(v >> 16);
+      }
+    }
+    const int wanted = n < 256 ? 1 + n : 1 + static_cast<int>(rng_() % kN);
+    int16_t want[kN], got[kN];
+    const int c1 = portable::RejectUniform(want, wanted, buf, len);
+    const int c2 = Simd().reject_uniform(got, wanted, buf, len);
+    ASSERT_EQ(c1, c2) << IsaName(GetParam()) << " reject_uniform count, input #" << n << " len "
+                      << len << " wanted " << wanted;
+    ASSERT_TRUE(Same(want, got, static_cast<size_t>(c1), "reject_uniform", n));
+  }
+}
+
+// reject_uniform edges: nothing accepted, everything accepted, only q-1 (accepted) beside values
+// >= q, random; every length that is a multiple of 3 up to 504; counts that fill `wanted` exactly
+// at and around the 8-lane stores and 32-candidate steps. out[wanted..) must stay untouched.
+TEST_P(MlKemBackends, RejectUniformEdges) {
+  if (Simd().reject_uniform == kPortable.reject_uniform) GTEST_SKIP() << "portable reject_uniform";
+  alignas(32) uint8_t buf[3 * 168 + 32] = {};
+  int input = 0;
+  for (int pattern = 0; pattern < 4; ++pattern) {
+    for (size_t len = 0; len <= 3 * 168; len += 3) {
+      for (int wanted : {1, 7, 8, 9, 15, 16, 31, 32, 33, 64, 128, 224, 255, 256}) {
+        for (size_t i = 0; i < len; ++i) {
+          buf[i] = pattern == 0   ? 0xff
+                   : pattern == 1 ? 0x00
+                   : pattern == 2 ? static_cast<uint8_t>(i % 3 == 0 ? 0x00 : 0xd0)
+                                  : static_cast<uint8_t>(rng_());
+        }
+        int16_t want[kN], got[kN];
+        std::fill(std::begin(want), std::end(want), int16_t{-7});
+        std::fill(std::begin(got), std::end(got), int16_t{-7});
+        const int c1 = portable::RejectUniform(want, wanted, buf, len);
+        const int c2 = Simd().reject_uniform(got, wanted, buf, len);
+        ASSERT_EQ(c1, c2) << IsaName(GetParam()) << " reject_uniform count, edge input #" << input
+                          << " len " << len << " wanted " << wanted;
+        ASSERT_TRUE(Same(want, got, static_cast<size_t>(c1), "reject_uniform (edge)", input));
+        ASSERT_TRUE(Same(want + wanted, got + wanted, static_cast<size_t>(kN - wanted),
+                         "reject_uniform (edge, past wanted)", input));
+        ++input;
+      }
+    }
   }
 }
 

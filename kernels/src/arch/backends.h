@@ -50,7 +50,21 @@ extern const Backend kAvx512;
 #if defined(__aarch64__)
 // arch/aarch64/neon/<family>/backend.cc
 namespace keccak {
+// The NEON row's Keccak: kNeonSha3's hooks while UseNeonSha3Keccak(true), else the portable ones.
+extern const Backend kNeonAuto;
+// The plain-ASIMD two-states-per-vector permutation: in no row (tested, counted).
 extern const Backend kNeon;
+// Set by isa.cc: on when the CPU reports HWCAP_SHA3, before the NEON self-check (which then checks
+// these kernels; off again if they fail it), and again when a test masks the feature. Off until
+// detection has run (kNeonAuto then runs the scalar code).
+void UseNeonSha3Keccak(bool on);
+bool NeonSha3KeccakInUse();
+}  // namespace keccak
+// arch/aarch64/neon_sha3/keccak/backend.cc (built with -march=armv8.2-a+sha3): Keccak with EOR3,
+// RAX1, XAR and BCAX, two states per vector. Only for CPUs with HWCAP_SHA3; reached through
+// kNeonAuto (no Isa of its own) and by the differential tests.
+namespace keccak {
+extern const Backend kNeonSha3;
 }
 namespace mlkem {
 extern const Backend kNeon;
@@ -91,12 +105,17 @@ inline constexpr ArchBackend kArchBackends[] = {
     {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
 #endif
 #if defined(__aarch64__)
-    // ASIMD (NEON): ML-KEM all but reject_uniform; ML-DSA arithmetic and rounding (packing and
-    // sampling portable); SM3 portable. Keccak stays scalar: the two-states-per-vector NEON
-    // permutation (keccak::kNeon, tested by test_keccak_backends) ran 1.5x the instructions of the
-    // scalar one under qemu and made whole ML-KEM operations cost more (bench/RESULTS.md,
-    // "NEON under qemu"); it waits for the SHA-3 instructions or a hybrid scalar/NEON schedule.
-    {Isa::kNeon, {}, {}, Use(mlkem::kNeon), Use(mldsa::kNeon)},
+    // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA arithmetic and rounding (packing and sampling
+    // portable); SM3 portable. Keccak: keccak::kNeonAuto, i.e. the SHA-3-extension kernels
+    // (EOR3/RAX1/XAR/BCAX, two states per vector: keccak::kNeonSha3) on CPUs with HWCAP_SHA3, else
+    // the scalar permutation (isa.cc sets which). Chosen from instruction counts under qemu
+    // (bench/RESULTS.md, "NEON under qemu"): four states take 4,059 instructions with SHA-3
+    // against 15,387 scalar, one state 2,137 against 3,690, and whole ML-KEM-768 operations 3.1x
+    // fewer than portable (1.4x with the scalar Keccak). Cycles need real cores: the SHA-3
+    // instructions' throughput differs between cores, so the single-state path in particular is
+    // to be timed there before it is trusted to win everywhere. The plain-ASIMD x2 permutation
+    // (keccak::kNeon) stays out of the row: 1.5x the scalar instructions (a rotate is SHL + SRI).
+    {Isa::kNeon, Use(keccak::kNeonAuto), {}, Use(mlkem::kNeon), Use(mldsa::kNeon)},
 #endif
 };
 

@@ -1,5 +1,5 @@
 // The ML-KEM table of the neon backend (mlkem/backend.h; listed in arch/backends.h): every hook
-// but reject_uniform (portable).
+// implemented (all of them).
 #include "mlkem/backend.h"
 
 #include "arch/aarch64/neon/mlkem/poly_neon.h"
@@ -27,6 +27,7 @@ constinit const Backend kNeon{
     .sub_to_message = &neon::PolySubToMessage,
     .ct_diff_mask = &neon::CtDiffMask,
     .ct_select32 = &neon::CtSelect32,
+    .reject_uniform = &neon::RejectUniform,
     .cbd = &neon::Cbd,
 };
 

@@ -16,6 +16,7 @@ void PolyAdd(Poly& r, const Poly& a);
 void PolySub(Poly& r, const Poly& a);
 void PolyReduceCanonical(Poly& a);
 void Cbd(int eta, Poly& a, const uint8_t* buf);
+int RejectUniform(int16_t* out, int wanted, const uint8_t* buf, size_t len);  // reject_neon.cc
 void PolyCompressEncode(int d, uint8_t* out, const Poly& a);
 void PolyDecodeDecompress(int d, Poly& a, const uint8_t* in);
 void PolyFromMessage(Poly& a, const uint8_t m[kSymBytes]);
