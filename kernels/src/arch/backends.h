@@ -105,8 +105,8 @@ inline constexpr ArchBackend kArchBackends[] = {
     {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
 #endif
 #if defined(__aarch64__)
-    // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA arithmetic and rounding (packing and sampling
-    // portable); SM3 portable. Keccak: keccak::kNeonAuto, i.e. the SHA-3-extension kernels
+    // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA all 45 hooks; SM3 portable.
+    // Keccak: keccak::kNeonAuto, i.e. the SHA-3-extension kernels
     // (EOR3/RAX1/XAR/BCAX, two states per vector: keccak::kNeonSha3) on CPUs with HWCAP_SHA3, else
     // the scalar permutation (isa.cc sets which). Chosen from instruction counts under qemu
     // (bench/RESULTS.md, "NEON under qemu"): four states take 4,059 instructions with SHA-3

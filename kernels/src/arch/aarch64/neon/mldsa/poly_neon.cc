@@ -210,11 +210,38 @@ void ShiftLeftD(Poly& a) {
   for (int i = 0; i < kN; i += 4) vst1q_s32(a.coeffs + i, vshlq_n_s32(vld1q_s32(a.coeffs + i), 13));
 }
 
-// ---- Rounding (Alg. 35, 36, 39, 40)
-// -------------------------------------------------------------- The portable formulas lane by
-// lane; every select is a compare mask (CMGT/CMEQ/CMTST) and BIC/BSL, never a branch. Decompose's
-// division by 2·gamma2 is the portable multiply-shift (x·ceil(2^48 / alpha)) >> 48 in 64-bit lanes
-// (UMULL).
+// v = lo + 2^9 hi, lo in [-256, 256): the portable formulas lane by lane (lo may alias v).
+void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
+  const int32x4_t h = vdupq_n_s32(256), m = vdupq_n_s32(511);
+  for (int i = 0; i < kN; i += 4) {
+    const int32x4_t x = vld1q_s32(v.coeffs + i);
+    const int32x4_t l = vsubq_s32(vandq_s32(vaddq_s32(x, h), m), h);
+    vst1q_s32(hi.coeffs + i, vshrq_n_s32(vsubq_s32(x, l), 9));
+    vst1q_s32(lo.coeffs + i, l);
+  }
+}
+
+uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound) {
+  const int32x4_t h = vdupq_n_s32(256), m = vdupq_n_s32(511), b1 = vdupq_n_s32(bound - 1);
+  uint32x4_t bad = vdupq_n_u32(0);
+  for (int i = 0; i < kN; i += 4) {
+    int32x4_t x = vld1q_s32(v.coeffs + i);
+    x = vmlsq_n_s32(x, vrshrq_n_s32(x, 23), kQ);  // reduce32
+    const int32x4_t l = vsubq_s32(vandq_s32(vaddq_s32(x, h), m), h);
+    vst1q_s32(hi.coeffs + i, vshrq_n_s32(vsubq_s32(x, l), 9));
+    const int32x4_t z = vaddq_s32(l, vld1q_s32(y.coeffs + i));
+    vst1q_s32(lo.coeffs + i, z);
+    // As exceeds_norm: bound - 1 - |z| < 0 sets bad (no branch).
+    bad = vorrq_u32(bad, vshrq_n_u32(vreinterpretq_u32_s32(vsubq_s32(b1, vabsq_s32(z))), 31));
+  }
+  return 0u - vmaxvq_u32(bad);
+}
+
+// ---- Rounding (Alg. 35, 36, 39, 40) ----
+// The portable formulas lane by lane; every select is a compare mask (CMGT/CMEQ/CMTST) and
+// BIC/BSL, never a branch. Decompose's division by 2·gamma2 is the portable multiply-shift
+// (x·ceil(2^48 / alpha)) >> 48 in 64-bit lanes (UMULL). The fused passes (power2round_pack_t1,
+// decompose_pack_w1_*, use_hint_pack_w1_*) round into a polynomial and call the NEON packers.
 
 namespace {
 template <int32_t Gamma2>
@@ -262,18 +289,55 @@ unsigned MakeHintT(Poly& h, const Poly& a0, const Poly& a1) {
 }
 
 template <int32_t Gamma2>
-void UseHintT(Poly& out, const Poly& r, const Poly& h) {
+inline int32x4_t UseHintV(int32x4_t r, int32x4_t hv) {
   constexpr int32_t kM = (kQ - 1) / (2 * Gamma2);
   const int32x4_t m = vdupq_n_s32(kM);
+  int32x4_t hi, lo;
+  DecomposeV<Gamma2>(r, hi, lo);
+  // r1 + h where r0 > 0, r1 - h elsewhere; then into [0, m).
+  int32x4_t v = vaddq_s32(hi, vbslq_s32(vcgtq_s32(lo, vdupq_n_s32(0)), hv, vnegq_s32(hv)));
+  v = vaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), m));
+  return vsubq_s32(v, vandq_s32(vshrq_n_s32(vsubq_s32(vdupq_n_s32(kM - 1), v), 31), m));
+}
+
+template <int32_t Gamma2>
+void UseHintT(Poly& out, const Poly& r, const Poly& h) {
+  for (int i = 0; i < kN; i += 4) {
+    vst1q_s32(out.coeffs + i, UseHintV<Gamma2>(vld1q_s32(r.coeffs + i), vld1q_s32(h.coeffs + i)));
+  }
+}
+
+inline int32x4_t CAddQV(int32x4_t v) {
+  return vaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vdupq_n_s32(kQ)));
+}
+
+// The fused passes: the vector rounding into a polynomial, then the NEON packer (pack_neon.cc).
+template <int32_t Gamma2>
+void DecomposePackW1T(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
   for (int i = 0; i < kN; i += 4) {
     int32x4_t hi, lo;
-    DecomposeV<Gamma2>(vld1q_s32(r.coeffs + i), hi, lo);
-    const int32x4_t hv = vld1q_s32(h.coeffs + i);
-    // r1 + h where r0 > 0, r1 - h elsewhere; then into [0, m).
-    int32x4_t v = vaddq_s32(hi, vbslq_s32(vcgtq_s32(lo, vdupq_n_s32(0)), hv, vnegq_s32(hv)));
-    v = vaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), m));
-    v = vsubq_s32(v, vandq_s32(vshrq_n_s32(vsubq_s32(vdupq_n_s32(kM - 1), v), 31), m));
-    vst1q_s32(out.coeffs + i, v);
+    DecomposeV<Gamma2>(CAddQV(vld1q_s32(r.coeffs + i)), hi, lo);
+    vst1q_s32(r1.coeffs + i, hi);
+    vst1q_s32(r0.coeffs + i, lo);
+  }
+  if constexpr (Gamma2 == (kQ - 1) / 88) {
+    neon::PackW1Small(out, r1);
+  } else {
+    neon::PackW1Large(out, r1);
+  }
+}
+
+template <int32_t Gamma2>
+void UseHintPackW1T(uint8_t* out, const Poly& r, const Poly& h) {
+  Poly w;  // public (verification)
+  for (int i = 0; i < kN; i += 4) {
+    vst1q_s32(w.coeffs + i,
+              UseHintV<Gamma2>(CAddQV(vld1q_s32(r.coeffs + i)), vld1q_s32(h.coeffs + i)));
+  }
+  if constexpr (Gamma2 == (kQ - 1) / 88) {
+    neon::PackW1Small(out, w);
+  } else {
+    neon::PackW1Large(out, w);
   }
 }
 }  // namespace
@@ -285,6 +349,31 @@ void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
     vst1q_s32(t0.coeffs + i, vsubq_s32(a, vshlq_n_s32(hi, kD)));
     vst1q_s32(t1.coeffs + i, hi);
   }
+}
+
+void Power2RoundPackT1(uint8_t* t1_out, Poly& t0, const Poly& r, const Poly& s) {
+  Poly t1;  // becomes public (the public key)
+  for (int i = 0; i < kN; i += 4) {
+    int32x4_t a = vaddq_s32(vld1q_s32(r.coeffs + i), vld1q_s32(s.coeffs + i));
+    a = CAddQV(vmlsq_n_s32(a, vrshrq_n_s32(a, 23), kQ));  // reduce32, caddq
+    const int32x4_t hi = vshrq_n_s32(vaddq_s32(a, vdupq_n_s32((1 << (kD - 1)) - 1)), kD);
+    vst1q_s32(t0.coeffs + i, vsubq_s32(a, vshlq_n_s32(hi, kD)));
+    vst1q_s32(t1.coeffs + i, hi);
+  }
+  neon::PackT1(t1_out, t1);
+}
+
+void DecomposePackW1Small(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<(kQ - 1) / 88>(out, r1, r0, r);
+}
+void DecomposePackW1Large(uint8_t* out, Poly& r1, Poly& r0, const Poly& r) {
+  DecomposePackW1T<(kQ - 1) / 32>(out, r1, r0, r);
+}
+void UseHintPackW1Small(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<(kQ - 1) / 88>(out, r, h);
+}
+void UseHintPackW1Large(uint8_t* out, const Poly& r, const Poly& h) {
+  UseHintPackW1T<(kQ - 1) / 32>(out, r, h);
 }
 
 void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r) {
