@@ -8,7 +8,8 @@
 #   2. a plain Release build of the kernels only, for the valgrind constant-time check (label ct),
 #      which cannot run under ASan
 #   3. a ThreadSanitizer build of the engine tests
-#   3b. the aarch64 cross build of the kernels and their tests, run under qemu (tests/cross/)
+#   3b. the aarch64 cross build of the daemon (pqcd, pqc, pqc-load) and its kernel, engine, server
+#       and client tests, run under qemu (tests/cross/run_aarch64.sh; interop and deploy: x86 only)
 #   4. the libFuzzer target (clang, ASan+UBSan) for 60 s from its seed corpus
 # Every build is configured with -DPQCD_WERROR=ON: a compiler warning fails the run.
 # Environment: PQCD_VECTORS_DIR (default tests/vectors, in this repository), JOBS (default: nproc).
@@ -101,9 +102,12 @@ if [[ -d engine ]]; then
   PQCD_STRESS_SCALE=${PQCD_STRESS_SCALE:-0.1} TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan -L engine --output-on-failure -j "$jobs" --timeout 900
 fi
-echo "== aarch64 cross build + kernel tests under qemu ($(($(date +%s) - start)) s so far)"
-# The kernels and tests/kernels built with g++-aarch64-linux-gnu and run under qemu-aarch64 (only
-# the portable backend exists there); PQCD_TEST_QUICK=1 trims the longest tests under emulation.
+echo "== aarch64 cross build + kernel, engine, server, client tests under qemu ($(($(date +%s) - start)) s so far)"
+# The whole daemon built once with g++-aarch64-linux-gnu against the :arm64 libraries (NEON
+# backend, no PostgreSQL key store), and the kernel, engine, server (with adversarial) and client
+# tests run under qemu-aarch64; the tests start pqcd, pqc and pqc-load through qemu too.
+# PQCD_TEST_QUICK=1 and PQCD_STRESS_SCALE=0.02 trim the longest tests under emulation. About
+# 11 min on 2 idle cores (8 to build, 3.5 to test); the script prints each phase's time.
 tests/cross/run_aarch64.sh build-aarch64
 echo "== libFuzzer target, ASan+UBSan, 60 s ($(($(date +%s) - start)) s so far)"
 fuzz_rc=0
