@@ -580,8 +580,7 @@ absl::Status KeyStore::Impl::OpenPostgres(const KeyStoreOptions& options, LoadRe
     rep.loaded = count;
   }
   rep.corrupted = rep.problems.size();
-  rep.manifest_counter = manifest_counter;
-  for (const auto& p : rep.problems) spdlog::warn("key store: {}", p);
+  rep.manifest_counter = manifest_counter;  // (ApplyManifest logged each problem)
   spdlog::info(
       "key store: PostgreSQL {}: loaded {} key versions ({} problem(s); manifest #{}); reconcile "
       "every {} ms, max staleness {} ms",
@@ -661,7 +660,7 @@ absl::Status KeyStore::Impl::ApplyManifest(const Manifest& m) {
       Entry& e = it->second;
       for (auto v = e.versions.begin(); v != e.versions.end();) {
         const bool keep = mk != m.keys.end() && mk->second.versions.contains(v->first) &&
-                          mk->second.versions.at(v->first) == e.uids[v->first];
+                          mk->second.versions.at(v->first) == e.uids.at(v->first);
         if (keep) {
           ++v;
           continue;

@@ -4,17 +4,6 @@
 
 namespace pqcd::server::internal {
 
-std::string RedactDsn(std::string_view dsn) {
-  // Nothing is ever connected to; keep only the scheme.
-  const size_t colon = dsn.find(':');
-  return colon == std::string_view::npos ? std::string()
-                                         : std::string(dsn.substr(0, colon)) + ":***";
-}
-
-bool IsPostgresUri(std::string_view value) {
-  return value.starts_with("postgres://") || value.starts_with("postgresql://");
-}
-
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
   r_ = o.r_;
   o.r_ = nullptr;

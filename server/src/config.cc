@@ -258,7 +258,7 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
     return absl::InvalidArgumentError("--data-dir needs --kek-file (the key-encryption key)");
   }
   if (!c.key_store.empty()) {
-    if (!c.key_store.starts_with("postgres://") && !c.key_store.starts_with("postgresql://")) {
+    if (!pqcd::server::internal::IsPostgresUri(c.key_store)) {
       return absl::InvalidArgumentError(
           "--key-store must be a postgres:// or postgresql:// URI (the file store is --data-dir)");
     }

@@ -164,14 +164,12 @@ class KeysHealth {
  public:
   void Set(bool serving) {
     std::lock_guard lock(mu_);
-    serving_ = serving;
     if (health_ != nullptr && !draining_) health_->SetServingStatus("pqc.v1.Keys", serving);
   }
   void Attach(grpc::HealthCheckServiceInterface* health, bool serving) {
     std::lock_guard lock(mu_);
     health_ = health;
-    serving_ = serving;
-    health_->SetServingStatus("pqc.v1.Keys", serving_);
+    health_->SetServingStatus("pqc.v1.Keys", serving);
   }
   void Drain() {
     std::lock_guard lock(mu_);
@@ -182,7 +180,6 @@ class KeysHealth {
  private:
   std::mutex mu_;
   grpc::HealthCheckServiceInterface* health_ = nullptr;
-  bool serving_ = true;
   bool draining_ = false;
 };
 

@@ -95,7 +95,6 @@ struct KeyStoreHealth {
   double sync_age_s = 0;           // seconds since the last successful synchronization
   uint64_t reconnects = 0;         // connections re-established after a loss
   uint64_t syncs = 0;              // synchronizations that applied a change made elsewhere
-  uint64_t manifest_counter = 0;
 };
 
 // What ImportFileStore copied.
