@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "keccak/constants.h"
+
 namespace pqcd::kernels {
 #define PQCD_KECCAK_F1600_NAME KeccakF1600Portable
 #include "keccak/keccak_f1600_body.inc"

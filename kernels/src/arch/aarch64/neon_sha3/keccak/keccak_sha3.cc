@@ -23,22 +23,13 @@
 #include <utility>
 
 #include "arch/aarch64/neon_sha3/keccak/keccak_sha3.h"
+#include "keccak/constants.h"
 
 namespace pqcd::kernels {
 namespace {
 
-constexpr uint64_t kRoundConstants[24] = {
-    0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808aULL, 0x8000000080008000ULL,
-    0x000000000000808bULL, 0x0000000080000001ULL, 0x8000000080008081ULL, 0x8000000000008009ULL,
-    0x000000000000008aULL, 0x0000000000000088ULL, 0x0000000080008009ULL, 0x000000008000000aULL,
-    0x000000008000808bULL, 0x800000000000008bULL, 0x8000000000008089ULL, 0x8000000000008003ULL,
-    0x8000000000008002ULL, 0x8000000000000080ULL, 0x000000000000800aULL, 0x800000008000000aULL,
-    0x8000000080008081ULL, 0x8000000000008080ULL, 0x0000000080000001ULL, 0x8000000080008008ULL,
-};
-
-// Rotation offsets r[x, y] of rho, indexed by word x + 5y.
-constexpr int kRho[25] = {0,  1,  62, 28, 27, 36, 44, 6,  55, 20, 3,  10, 43,
-                          25, 39, 41, 45, 15, 21, 8,  18, 2,  61, 56, 14};
+constexpr const auto& kRoundConstants = keccak::kRoundConstants;
+constexpr const auto& kRho = keccak::kRhoOffsets;  // indexed by word x + 5y
 
 // pi moves word (x, y) to (y, 2x + 3y mod 5): the destination index of word i = x + 5y.
 constexpr int PiDestination(int i) {

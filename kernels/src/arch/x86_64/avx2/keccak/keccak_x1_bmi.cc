@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "arch/x86_64/avx2/keccak/keccak_avx2.h"
+#include "keccak/constants.h"
 
 namespace pqcd::kernels {
 
