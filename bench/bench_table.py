@@ -67,7 +67,10 @@ def main():
     rows, ratio, mhz = load(args.json, args.stat)
     if not rows:
         sys.exit(f"{args.json}: no '{args.stat}' aggregates (run pqc-bench with repetitions >= 2)")
-    backends = sorted({be for (_, be) in rows}, key=["portable", "avx2", "avx512", "openssl"].index)
+    # Known backends in this order; any other name (a backend added later) after them, by name.
+    order = ["portable", "avx2", "avx512", "neon", "openssl"]
+    backends = sorted({be for (_, be) in rows},
+                      key=lambda b: (order.index(b) if b in order else len(order), b))
     simd = [b for b in backends if b not in ("portable", "openssl")]
     tsc_hz = mhz * 1e6 if mhz else None
 
