@@ -12,10 +12,22 @@
 #include "absl/strings/str_cat.h"
 #include "keystore/pg_conn.h"
 #include "nlohmann/json.hpp"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/server/identity.h"
 
 namespace pqcd::server {
 namespace {
+
+// --isa: every backend the kernels know (kernels::Isa, by IsaName), plus "auto". Whether the CPU
+// supports the one asked for is checked at start-up (server.cc), with the best supported named.
+std::vector<std::string> IsaChoices() {
+  std::vector<std::string> choices;
+  for (size_t i = 0; i < kernels::kIsaCount; ++i) {
+    choices.emplace_back(kernels::IsaName(static_cast<kernels::Isa>(i)));
+  }
+  choices.emplace_back("auto");
+  return choices;
+}
 
 std::string EnvName(const std::string& flag) {
   std::string name = "PQCD_";
@@ -153,7 +165,7 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   add("queue-capacity", c.queue_capacity, "per-NUMA-node queue bound")
       ->check(CLI::Range(2u, 1u << 24));
   add("max-batch", c.max_batch, "jobs a worker takes per burst")->check(CLI::Range(1, 256));
-  add("isa", c.isa, "kernel backend")->check(CLI::IsMember({"portable", "avx2", "avx512", "auto"}));
+  add("isa", c.isa, "kernel backend (one the CPU supports)")->check(CLI::IsMember(IsaChoices()));
   add("log-level", c.log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   add("log-format", c.log_format, "log line format")->check(CLI::IsMember({"text", "json"}));

@@ -12,6 +12,7 @@
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "pqcd/kernels/isa.h"
 
 namespace pqcd::testing {
 namespace {
@@ -56,6 +57,23 @@ TEST(OpsTest, HelpAndVersion) {
   EXPECT_NE(v.log().find("pqcd "), std::string::npos) << v.log();
   Daemon bad;
   EXPECT_EQ(bad.RunToExit({"--isa", "sse9"}), 2);
+  // Every backend the kernels know is a valid --isa value (the list comes from kernels::Isa): one
+  // this CPU lacks (neon on x86-64, avx2/avx512 on aarch64) passes the flag parser and is refused
+  // at start-up with the reason (exit 1, not the parser's 2).
+  for (size_t i = 0; i < kernels::kIsaCount; ++i) {
+    const auto isa = static_cast<kernels::Isa>(i);
+    if (kernels::IsaSupported(isa)) continue;
+    const std::string name(kernels::IsaName(isa));
+    Daemon lacking;
+    EXPECT_EQ(lacking.RunToExit({"--isa", name}), 1) << name << "\n" << lacking.log();
+    EXPECT_NE(lacking.log().find("not supported by this CPU"), std::string::npos) << lacking.log();
+  }
+  // The best backend, named explicitly (neon under qemu on aarch64), starts and serves.
+  Daemon best;
+  const std::string best_name(kernels::IsaName(kernels::BestSupportedIsa()));
+  ASSERT_TRUE(best.Start({"--isa", best_name, "--workers", "1"})) << best.log();
+  EXPECT_NE(best.log().find("isa " + best_name), std::string::npos) << best.log();
+  EXPECT_EQ(best.Terminate(), 0) << best.log();
   Daemon nokek;
   EXPECT_EQ(nokek.RunToExit({"--data-dir", "/tmp/nowhere"}), 2);
   EXPECT_NE(nokek.log().find("--kek-file"), std::string::npos) << nokek.log();

@@ -48,7 +48,7 @@ struct Config {
   int workers = 0;                                // engine workers; 0: one per physical core
   uint32_t queue_capacity = 4096;                 // per-NUMA-node queue bound
   int max_batch = 32;                             // jobs per worker burst
-  std::string isa = "auto";                       // portable|avx2|avx512|auto
+  std::string isa = "auto";                       // portable|avx2|avx512|neon|auto
   std::string log_level = "info";                 // trace|debug|info|warn|error|critical|off
   std::string log_format = "text";                // text|json
   std::string config_file;
