@@ -150,6 +150,11 @@ absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
       return InvalidArgumentError(StrCat(field, ": only letters, digits, '-', '_' and '.'"));
     }
   }
+  // The store's names never start with '.' ("." and "..", its ".tmp-*" files): refused here,
+  // before any key generation, rather than by the store after it.
+  if (key_id[0] == '.') {
+    return InvalidArgumentError(StrCat(field, ": must not start with '.'"));
+  }
   return absl::OkStatus();
 }
 

@@ -52,6 +52,23 @@ TEST(KeysTest, ManageRotateDeleteImport) {
   // The same id again: ALREADY_EXISTS.
   KeyGenResponse dup;
   EXPECT_EQ(crypto->KeyGen(Ctx().get(), kg, &dup).error_code(), grpc::ALREADY_EXISTS);
+  // Ids the store cannot name ("." and "..", its ".tmp-*" files) are refused by the request check,
+  // before key generation, for KeyGen and Import alike; nothing is stored.
+  for (const char* bad : {".", "..", ".tmp-1", ".hidden"}) {
+    KeyGenRequest bk = kg;
+    bk.set_key_id(bad);
+    KeyGenResponse out;
+    auto st = crypto->KeyGen(Ctx().get(), bk, &out);
+    EXPECT_EQ(st.error_code(), grpc::INVALID_ARGUMENT) << bad << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find("must not start with '.'"), std::string::npos)
+        << st.error_message();
+    ImportKeyRequest bi;
+    bi.set_algorithm(ML_DSA_44);
+    bi.set_key_id(bad);
+    bi.set_private_key(std::string(32, '\x01'));
+    KeyInfo bi_out;
+    EXPECT_EQ(keys->Import(Ctx().get(), bi, &bi_out).error_code(), grpc::INVALID_ARGUMENT) << bad;
+  }
 
   SignRequest sr;
   sr.mutable_key_ref()->set_key_id("signer");
