@@ -141,9 +141,12 @@ absl::Status WriteAll(int fd, const uint8_t* p, size_t n, const std::string& wha
 }
 
 // Reads a whole regular file (at most max_bytes) relative to dir_fd. NOT_FOUND only for ENOENT.
+// O_NONBLOCK: a FIFO (or a device) planted in place of a record or the MANIFEST must not block
+// the open until a writer appears; it is then refused by the S_ISREG check below. (Reads of a
+// regular file ignore O_NONBLOCK.)
 absl::StatusOr<std::vector<uint8_t>> ReadRecordFile(int dir_fd, const std::string& name,
                                                     size_t max_bytes = internal::kMaxRecordBytes) {
-  Fd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  Fd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.valid()) {
     if (errno == ENOENT) return absl::NotFoundError("no such file");
     return absl::InternalError(absl::StrCat("cannot open: ", Errno(errno)));

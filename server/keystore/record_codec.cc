@@ -194,7 +194,9 @@ int32_t HexNibble(uint8_t c, int32_t* bad) {
 }  // namespace
 
 absl::StatusOr<SecretBytes> LoadKek(const std::string& path, bool allow_shared) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO given as the KEK file is refused (not a regular file) instead of blocking
+  // start-up until something writes to it.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open KEK file ", path, ": ", std::strerror(errno)));

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <random>
 #include <string>
@@ -452,6 +453,75 @@ TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
   EXPECT_EQ(mode & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
   // The same key sealed twice gives different ciphertexts (fresh nonces).
   EXPECT_NE(ReadFile(KeyFile("k", 1)), ReadFile(KeyFile("k", 2)));
+}
+
+// A FIFO planted in place of a record, the MANIFEST or the KEK file does not block Open (it would
+// wait for a writer forever, with SIGTERM blocked in the daemon): it is refused as not a regular
+// file. Each Open runs with a limit; if it blocks, the test opens the FIFO for writing to free it.
+TEST_F(KeyStoreTest, FifosInPlaceOfFilesDoNotBlockOpen) {
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    ASSERT_TRUE(ks->Create("o", "k", 1, {}, Secret(RandomBytes(32, 45)), {}).ok());
+    ASSERT_TRUE(ks->Create("o", "keep", 1, {}, Secret(RandomBytes(32, 46)), {}).ok());
+  }
+  auto open_bounded = [&](const fs::path& fifo, LoadReport* rep) {
+    auto opened = std::async(std::launch::async, [&] { return KeyStore::Open(options_, rep); });
+    if (opened.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << "KeyStore::Open blocked on the FIFO " << fifo;
+      const int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // frees the reader
+      if (w >= 0) close(w);
+    }
+    return opened.get();
+  };
+  auto plant_fifo = [](const fs::path& p) {
+    fs::path saved = p;
+    saved += ".saved";
+    fs::rename(p, saved);
+    EXPECT_EQ(mkfifo(p.c_str(), 0600), 0) << p;
+    return saved;
+  };
+  auto restore = [](const fs::path& p, const fs::path& saved) {
+    fs::remove(p);
+    fs::rename(saved, p);
+  };
+
+  // A record: Open goes on without it and says why; the other key is served.
+  const fs::path record = KeyFile("k", 1);
+  fs::path saved = plant_fifo(record);
+  {
+    LoadReport rep;
+    auto ks = open_bounded(record, &rep);
+    if (ks.ok()) {
+      EXPECT_EQ((*ks)->Get("o", "k", 1).status().code(), absl::StatusCode::kNotFound);
+      EXPECT_TRUE((*ks)->Get("o", "keep", 1).ok());
+      EXPECT_FALSE(rep.problems.empty() && rep.missing.empty());
+    } else {
+      EXPECT_NE(ks.status().message().find("not a regular file"), std::string::npos) << ks.status();
+    }
+  }
+  restore(record, saved);
+
+  // The MANIFEST: Open fails with the reason.
+  const fs::path manifest = root_ / "data" / "keys" / "MANIFEST";
+  ASSERT_TRUE(fs::exists(manifest));
+  saved = plant_fifo(manifest);
+  {
+    auto ks = open_bounded(manifest, nullptr);
+    ASSERT_FALSE(ks.ok());
+    EXPECT_NE(ks.status().message().find("not a regular file"), std::string::npos) << ks.status();
+  }
+  restore(manifest, saved);
+
+  // The KEK file: refused with its name.
+  saved = plant_fifo(kek_path_);
+  {
+    auto ks = open_bounded(kek_path_, nullptr);
+    ASSERT_FALSE(ks.ok());
+    EXPECT_NE(ks.status().message().find("not a regular file"), std::string::npos) << ks.status();
+  }
+  restore(kek_path_, saved);
+  EXPECT_TRUE(OpenStore());
 }
 
 TEST_F(KeyStoreTest, WrongKekFailsOpenWithClearError) {
