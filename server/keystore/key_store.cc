@@ -312,6 +312,7 @@ struct KeyStore::Impl {
 
   bool persistent = false;
   uint32_t max_keys_per_owner = 0;
+  uint32_t max_versions_per_key = 0;
   std::string keys_dir;  // for messages
   Fd keys_dir_fd;
   Fd lock_fd;
@@ -808,6 +809,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   std::unique_ptr<KeyStore> store(new KeyStore());
   Impl& impl = *store->impl_;
   impl.max_keys_per_owner = options.max_keys_per_owner;
+  impl.max_versions_per_key = options.max_versions_per_key;
   if (!options.postgres_dsn.empty()) {
     if (rotate_to != nullptr) {
       return absl::UnimplementedError(
@@ -1229,6 +1231,7 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
   }
   KeyStoreOptions target = to;
   target.max_keys_per_owner = 0;  // an import copies what exists; quotas apply to new keys
+  target.max_versions_per_key = 0;
   auto dst = Open(target);
   if (!dst.ok()) return dst.status();
   Impl& s = *(*src)->impl_;
@@ -1404,6 +1407,12 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
     const Impl::Entry& e = it->second;
     if (e.high_water == std::numeric_limits<uint32_t>::max()) {
       return absl::ResourceExhaustedError(absl::StrCat("key '", key_id, "' has no versions left"));
+    }
+    if (impl.max_versions_per_key != 0 && e.versions.size() >= impl.max_versions_per_key) {
+      impl.quota_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "key '", key_id, "' holds ", e.versions.size(), " versions (the limit, ",
+          impl.max_versions_per_key, ", --max-versions-per-key); delete old versions first"));
     }
     rec.key_id = key_id;
     rec.version = e.high_water + 1;

@@ -142,6 +142,8 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       ->envname("PQCD_ALLOW_SHARED_KEK_FILE");
   add("max-keys-per-owner", c.max_keys_per_owner,
       "held keys (not versions) one identity may have (0: unlimited)");
+  add("max-versions-per-key", c.max_versions_per_key,
+      "versions one held key may have at once; Rotate refuses past it (0: unlimited)");
   add("rotate-kek-to", c.rotate_kek_to,
       "re-seal every held key in --data-dir (sealed under --kek-file) under the KEK in this file, "
       "print a summary and exit; resumable (rerun after an interruption)");
@@ -329,6 +331,7 @@ std::string ConfigToJson(const Config& c) {
   j["kek_file"] = c.kek_file.empty() ? "" : "<set>";
   j["allow_shared_kek_file"] = c.allow_shared_kek_file;
   j["max_keys_per_owner"] = c.max_keys_per_owner;
+  j["max_versions_per_key"] = c.max_versions_per_key;
   j["rotate_kek_to"] = c.rotate_kek_to.empty() ? "" : "<set>";
   j["key_store"] = c.key_store.empty() ? "" : pqcd::server::internal::RedactDsn(c.key_store);
   j["key_store_reconcile_interval"] = c.key_store_reconcile_interval_s;

@@ -199,7 +199,8 @@ class Metrics::EngineCollector : public prometheus::Collectable {
       const KeyRefusals r = key_refusals_ ? key_refusals_() : KeyRefusals{};
       MetricFamily refused{"pqcd_held_keys_refused_total",
                            "New held keys refused: reason=memlock (RLIMIT_MEMLOCK exhausted, the "
-                           "key would have been swappable), reason=quota (--max-keys-per-owner)",
+                           "key would have been swappable), reason=quota (--max-keys-per-owner, "
+                           "--max-versions-per-key)",
                            MetricType::Counter,
                            {}};
       for (const auto& [reason, value] :

@@ -228,6 +228,7 @@ int DaemonMain(int argc, char** argv) {
   ks_options.kek_file = config.kek_file;
   ks_options.allow_shared_kek_file = config.allow_shared_kek_file;
   ks_options.max_keys_per_owner = config.max_keys_per_owner;
+  ks_options.max_versions_per_key = config.max_versions_per_key;
   ks_options.migrate_owner = [local = config.legacy_local_owner](const std::string& owner) {
     return MigrateLegacyOwner(owner, local);
   };

@@ -586,7 +586,8 @@ TEST(KeysTest, AdminManagesAnonymousKeys) {
 TEST(KeysTest, ListPagesQuotaAndImportLabels) {
   Daemon d;
   std::string sock = d.dir() / "q.sock";
-  ASSERT_TRUE(d.Start({"--unix", sock, "--max-keys-per-owner", "5", "--log-level", "warn"}));
+  ASSERT_TRUE(d.Start({"--unix", sock, "--max-keys-per-owner", "5", "--max-versions-per-key", "3",
+                       "--log-level", "warn"}));
   auto channel = grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials());
   auto crypto = Crypto::NewStub(channel);
   auto keys = Keys::NewStub(channel);
@@ -600,8 +601,30 @@ TEST(KeysTest, ListPagesQuotaAndImportLabels) {
   auto s = crypto->KeyGen(Ctx().get(), HeldKeyGen(ML_KEM_512, "k5"), &r);
   EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
   EXPECT_NE(s.error_message().find("--max-keys-per-owner"), std::string::npos) << s.error_message();
+  // Versions: k0 rotates to v3, the fourth version is refused naming the flag (and counted);
+  // deleting v1 makes room for v4 (numbers are never reused).
+  RotateKeyRequest rot;
+  rot.set_key_id("k0");
+  KeyInfo rotated;
+  for (uint32_t v = 2; v <= 3; ++v) {
+    s = keys->Rotate(Ctx().get(), rot, &rotated);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(rotated.version(), v);
+  }
+  s = keys->Rotate(Ctx().get(), rot, &rotated);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("--max-versions-per-key"), std::string::npos)
+      << s.error_message();
+  DeleteKeyRequest del_v1;
+  del_v1.set_key_id("k0");
+  del_v1.set_version(1);
+  DeleteKeyResponse del_resp;
+  ASSERT_TRUE(keys->Delete(Ctx().get(), del_v1, &del_resp).ok());
+  s = keys->Rotate(Ctx().get(), rot, &rotated);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(rotated.version(), 4u);
   const std::string m = HttpGet(d.metrics_port(), "/metrics");
-  EXPECT_EQ(MetricValue(m, "pqcd_held_keys_refused_total{reason=\"quota\"}"), 1) << m;
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys_refused_total{reason=\"quota\"}"), 2) << m;
   EXPECT_EQ(MetricValue(m, "pqcd_held_keys_refused_total{reason=\"memlock\"}"), 0) << m;
 
   // Pages of 2: 2 + 2 + 1, every key once.
@@ -635,11 +658,12 @@ TEST(KeysTest, ListPagesQuotaAndImportLabels) {
   del.set_key_id("k0");
   DeleteKeyResponse dr;
   ASSERT_TRUE(keys->Delete(Ctx().get(), del, &dr).ok());
-  // Delete is labelled with the deleted key's algorithm (it was "none").
+  // Delete is labelled with the deleted key's algorithm (it was "none"): this one and the version
+  // deleted above.
   EXPECT_EQ(
       MetricValue(HttpGet(d.metrics_port(), "/metrics"),
                   "pqcd_requests_total{algorithm=\"ML-KEM-512\",code=\"OK\",rpc=\"Keys.Delete\"}"),
-      1);
+      2);
   ImportKeyRequest imp;
   imp.set_algorithm(ML_KEM_512);
   imp.set_private_key(std::string(64, '\x01'));

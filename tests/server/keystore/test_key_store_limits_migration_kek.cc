@@ -139,6 +139,27 @@ TEST(KeyStoreListTest, PagesAreStableAndTokensAreChecked) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(KeyStoreQuotaTest, MaxVersionsPerKeyBoundsRotation) {
+  KeyStoreOptions o;
+  o.max_versions_per_key = 2;
+  auto ks = std::move(*KeyStore::Open(o));
+  const auto sk = RandomBytes(32, 3);
+  ASSERT_TRUE(ks->Create("a", "k", 1, {}, Secret(sk), {}).ok());
+  ASSERT_TRUE(ks->AddVersion("a", "k", {}, Secret(sk)).ok());
+  auto third = ks->AddVersion("a", "k", {}, Secret(sk));
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("--max-versions-per-key"), std::string::npos)
+      << third.status();
+  EXPECT_EQ(ks->counters().quota_refusals, 1u);
+  EXPECT_EQ(ks->Versions("a", "k"), (std::vector<uint32_t>{1, 2}));
+  ASSERT_TRUE(ks->Create("a", "other", 1, {}, Secret(sk), {}).ok());  // per key
+  ASSERT_TRUE(ks->AddVersion("a", "other", {}, Secret(sk)).ok());
+  ASSERT_TRUE(ks->Delete("a", "k", 1).ok());
+  auto v3 = ks->AddVersion("a", "k", {}, Secret(sk));
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->version, 3u);
+}
+
 TEST(KeyStoreQuotaTest, MaxKeysPerOwnerCountsKeysNotVersions) {
   KeyStoreOptions o;
   o.max_keys_per_owner = 2;

@@ -34,6 +34,7 @@ struct Config {
   bool allow_shared_kek_file = false;
   // Held keys (not versions) per identity; 0: unlimited.
   uint32_t max_keys_per_owner = 1000;
+  uint32_t max_versions_per_key = 100;  // Rotate refuses past it (0: unlimited)
   // KEK rotation mode: re-seal --data-dir under the KEK in this file, print a summary and exit.
   std::string rotate_kek_to;
   // Held keys in PostgreSQL (a postgres:// URI; may carry a password: never logged), shared by

@@ -67,6 +67,9 @@ struct KeyStoreOptions {
   // Otherwise Open refuses a KEK file that group or others may read, write or execute.
   bool allow_shared_kek_file = false;
   uint32_t max_keys_per_owner = 0;  // 0: unlimited; counts keys (not versions) per owner
+  // 0: unlimited; versions one key may hold at once (AddVersion refuses past it: one identity's
+  // rotation flood cannot grow memory, the mlock budget and the MANIFEST without bound).
+  uint32_t max_versions_per_key = 0;
   // Maps the owners of records written by older versions (legacy file names) when Open migrates
   // them; null: keep them as they are.
   std::function<std::string(const std::string& legacy_owner)> migrate_owner;
@@ -107,7 +110,8 @@ struct ImportReport {
 
 struct KeyStoreCounters {
   uint64_t memlock_refusals = 0;  // Create/AddVersion refused: the private key was not mlock'ed
-  uint64_t quota_refusals = 0;    // Create refused: max_keys_per_owner reached
+  uint64_t quota_refusals = 0;    // Create / AddVersion refused: max_keys_per_owner or
+                                  // max_versions_per_key reached
 };
 
 class KeyStore {
@@ -141,7 +145,8 @@ class KeyStore {
                                    SecretBytes private_key,
                                    std::map<std::string, std::string> labels);
   // Adds version N+1 of owner's key_id (the caller generates the key pair). NOT_FOUND;
-  // RESOURCE_EXHAUSTED when private_key is not locked in memory.
+  // RESOURCE_EXHAUSTED when the key already holds max_versions_per_key versions or private_key is
+  // not locked in memory.
   absl::StatusOr<KeyRecord> AddVersion(const std::string& owner, const std::string& key_id,
                                        std::vector<uint8_t> public_key, SecretBytes private_key);
   // version 0 = newest. NOT_FOUND; UNAVAILABLE when a postgres store is past its staleness limit.
