@@ -123,6 +123,18 @@ std::string JsonBytes(const Global& g, const std::string& bytes) {
   return Encode(bytes, g.out_format == "base64" ? "base64" : "hex");
 }
 
+// The names of every KEM, DSA, or KEM and DSA algorithm, from the registry (help texts).
+std::string AlgNames(bool kem, bool dsa) {
+  std::string out;
+  for (Algorithm a : pqcd::client::AllAlgorithms()) {
+    if ((kem && pqcd::client::IsKem(a)) || (dsa && pqcd::client::IsDsa(a))) {
+      if (!out.empty()) out += ", ";
+      out += pqcd::client::AlgorithmName(a);
+    }
+  }
+  return out;
+}
+
 Algorithm ParseAlg(const std::string& name) {
   auto a = pqcd::client::ParseAlgorithm(name);
   if (!a) throw Exit{kUsage, "unknown algorithm '" + name + "'"};
@@ -307,7 +319,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> labels;
   } kg;
   auto* keygen = app.add_subcommand("keygen", "generate an ML-KEM or ML-DSA key pair");
-  keygen->add_option("--alg,-a", kg.alg, "ML-KEM-512|768|1024, ML-DSA-44|65|87")->required();
+  keygen->add_option("--alg,-a", kg.alg, AlgNames(true, true))->required();
   keygen->add_option("--seed", kg.seed,
                      "deterministic key generation from this seed (hex: ML-KEM 64 bytes d||z, "
                      "ML-DSA 32 bytes xi)");
@@ -365,7 +377,7 @@ int main(int argc, char** argv) {
     KeyArgs key;
   } en;
   auto* encaps = app.add_subcommand("encaps", "encapsulate a fresh shared secret (ML-KEM)");
-  encaps->add_option("--alg,-a", en.alg, "ML-KEM-512|768|1024")->required();
+  encaps->add_option("--alg,-a", en.alg, AlgNames(true, false))->required();
   en.key.Add(encaps, "--pub", "encapsulation (public) key");
   encaps->add_option("--ct-out", en.ct_out, "write the ciphertext here (default: stdout)");
   encaps->add_option("--ss-out", en.ss_out, "write the shared secret here (default: stdout)");
@@ -397,7 +409,7 @@ int main(int argc, char** argv) {
     KeyArgs key;
   } de;
   auto* decaps = app.add_subcommand("decaps", "decapsulate a ciphertext (ML-KEM)");
-  decaps->add_option("--alg,-a", de.alg, "ML-KEM-512|768|1024")->required();
+  decaps->add_option("--alg,-a", de.alg, AlgNames(true, false))->required();
   de.key.Add(decaps, "--priv", "decapsulation (private) key or 64-byte seed");
   decaps->add_option("--ct", de.ct, "ciphertext file ('-' = stdin)")->capture_default_str();
   decaps->add_option("--out,-o", de.out, "write the shared secret here (default: stdout)");
@@ -424,7 +436,7 @@ int main(int argc, char** argv) {
     KeyArgs key;
   } sg;
   auto* sign = app.add_subcommand("sign", "sign a message (ML-DSA, HashML-DSA)");
-  sign->add_option("--alg,-a", sg.alg, "ML-DSA-44|65|87")->required();
+  sign->add_option("--alg,-a", sg.alg, AlgNames(false, true))->required();
   sg.key.Add(sign, "--priv", "private key or 32-byte seed");
   sign->add_option("--in,-i", sg.in, "message file ('-' = stdin)")->capture_default_str();
   sign->add_option("--out,-o", sg.out, "write the signature here (default: stdout)");
@@ -462,7 +474,7 @@ int main(int argc, char** argv) {
     KeyArgs key;
   } vf;
   auto* verify = app.add_subcommand("verify", "verify a signature (exit 0 valid, 1 invalid)");
-  verify->add_option("--alg,-a", vf.alg, "ML-DSA-44|65|87")->required();
+  verify->add_option("--alg,-a", vf.alg, AlgNames(false, true))->required();
   vf.key.Add(verify, "--pub", "public key");
   verify->add_option("--sig,-s", vf.sig, "signature file")->required();
   verify->add_option("--in,-i", vf.in, "message file ('-' = stdin)")->capture_default_str();

@@ -570,6 +570,17 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
             3);
   EXPECT_EQ(Shell(std::string(PQC_CLI) + " --help > /dev/null"), 0);
   EXPECT_EQ(Shell(std::string(PQC_CLI) + " sign --help > /dev/null"), 0);
+  // The --alg help lists what the registry has, hybrids included (it once listed ML-KEM only).
+  EXPECT_EQ(Shell(std::string(PQC_CLI) + " keygen --help > " + (dir / "kg_help")), 0);
+  EXPECT_EQ(Shell(std::string(PQC_CLI) + " encaps --help > " + (dir / "en_help")), 0);
+  for (const std::string& file : {dir / "kg_help", dir / "en_help"}) {
+    const std::string help = Slurp(file);
+    for (const char* name : {"ML-KEM-768", "X25519MLKEM768", "X-Wing"}) {
+      EXPECT_NE(help.find(name), std::string::npos) << name << " in\n" << help;
+    }
+  }
+  EXPECT_NE(Slurp(dir / "kg_help").find("ML-DSA-87"), std::string::npos);
+  EXPECT_EQ(Slurp(dir / "en_help").find("ML-DSA"), std::string::npos);
 }
 
 // --format der|pem (docs/encodings.md): keys written as SubjectPublicKeyInfo / PKCS#8 and read
