@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "audit.h"
+#include "keystore/record_codec.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/server/algorithms.h"
@@ -140,22 +141,15 @@ void OpState::Submit(std::chrono::system_clock::time_point deadline) {
 }
 
 absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
-  if (key_id.empty() || key_id.size() > 128) {
-    return InvalidArgumentError(StrCat(field, ": 1 to 128 characters, got ", key_id.size()));
+  // The store's own rule (internal::IsValidKeyId), checked here before any work (key generation
+  // included) so that the store never refuses an id after it; the message names the field.
+  if (internal::IsValidKeyId(key_id)) return absl::OkStatus();
+  if (key_id.empty() || key_id.size() > internal::kMaxKeyIdLength) {
+    return InvalidArgumentError(
+        StrCat(field, ": 1 to ", internal::kMaxKeyIdLength, " characters, got ", key_id.size()));
   }
-  for (char c : key_id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if (!ok) {
-      return InvalidArgumentError(StrCat(field, ": only letters, digits, '-', '_' and '.'"));
-    }
-  }
-  // The store's names never start with '.' ("." and "..", its ".tmp-*" files): refused here,
-  // before any key generation, rather than by the store after it.
-  if (key_id[0] == '.') {
-    return InvalidArgumentError(StrCat(field, ": must not start with '.'"));
-  }
-  return absl::OkStatus();
+  if (key_id[0] == '.') return InvalidArgumentError(StrCat(field, ": must not start with '.'"));
+  return InvalidArgumentError(StrCat(field, ": only letters, digits, '-', '_' and '.'"));
 }
 
 std::string NewKeyId() {
