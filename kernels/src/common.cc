@@ -38,6 +38,14 @@ uint8_t CtCompare(const uint8_t* a, const uint8_t* b, size_t n) {
   return acc;
 }
 
+bool SameSecretBytes(Bytes a, Bytes b) {
+  if (a.size() != b.size()) return false;
+  if (a.data() == b.data()) return true;
+  uint8_t diff = CtCompare(a.data(), b.data(), a.size());
+  CtPublic(&diff, sizeof(diff));
+  return diff == 0;
+}
+
 void CtSelect(uint8_t* dst, const uint8_t* src, size_t n, uint8_t mask) {
   for (size_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(dst[i] ^ (mask & (dst[i] ^ src[i])));
 }

@@ -60,23 +60,49 @@ absl::Status PublicKeyOf(Bytes sk, MutBytes pk) {
   }
 }
 
+// The prepared form of a KEM private key (MlKem<K> or a hybrid): the expanded key, made by key
+// generation from a seed or taken from an expanded key that passes the complete check.
+template <class Alg>
+absl::Status PrepareKemKey(Bytes sk, MutBytes prepared) {
+  if (prepared.size() != Alg::kDecapsKeyBytes) {
+    return absl::InvalidArgumentError(
+        std::string(Alg::kName) + " prepared private key buffer: expected " +
+        std::to_string(Alg::kDecapsKeyBytes) + " bytes, got " + std::to_string(prepared.size()));
+  }
+  if (absl::Status s = Alg::CheckDecapsKey(sk); !s.ok()) return s;  // the sizes of both forms
+  if (sk.size() == Alg::kSeedBytes) {
+    uint8_t ek[Alg::kEncapsKeyBytes];  // public, discarded
+    KemKeyGenItem item{sk, MutBytes(ek, sizeof(ek)), prepared, {}, {}};
+    Alg::KeyGenBatch(std::span(&item, 1), OsRandom());  // a seed is given: nothing is drawn
+    if (!item.status.ok()) SecureZero(prepared.data(), prepared.size());
+    return item.status;
+  }
+  if (absl::Status s = Alg::CheckExpandedPrivateKey(sk); !s.ok()) return s;
+  std::copy(sk.begin(), sk.end(), prepared.begin());
+  return absl::OkStatus();
+}
+
 // The functions of one row; one case per KEM or DSA parameter set, none for a hash.
 struct RowFunctions {
   const KemFunctions* kem = nullptr;
   const DsaFunctions* dsa = nullptr;
   absl::Status (*public_key_of)(Bytes, MutBytes) = nullptr;
+  size_t prepared_bytes = 0;
+  absl::Status (*prepare)(Bytes, MutBytes) = nullptr;
 };
 template <AlgorithmId kId, int K>
 constexpr RowFunctions Kem() {
-  return {&kKem<K>, nullptr, &PublicKeyOf<kId, MlKem<K>, KemKeyGenItem>};
+  return {&kKem<K>, nullptr, &PublicKeyOf<kId, MlKem<K>, KemKeyGenItem>, MlKem<K>::kDecapsKeyBytes,
+          &PrepareKemKey<MlKem<K>>};
 }
 template <class H>
 constexpr RowFunctions Hybrid() {
-  return {&kHybrid<H>, nullptr, &H::PublicKeyOf};
+  return {&kHybrid<H>, nullptr, &H::PublicKeyOf, H::kDecapsKeyBytes, &PrepareKemKey<H>};
 }
 template <AlgorithmId kId, int K, int L>
 constexpr RowFunctions Dsa() {
-  return {nullptr, &kDsa<K, L>, &PublicKeyOf<kId, MlDsa<K, L>, DsaKeyGenItem>};
+  return {nullptr, &kDsa<K, L>, &PublicKeyOf<kId, MlDsa<K, L>, DsaKeyGenItem>,
+          MlDsa<K, L>::kPreparedBytes, &MlDsa<K, L>::PreparePrivateKey};
 }
 constexpr RowFunctions FunctionsOf(AlgorithmId id) {
   switch (id) {
@@ -110,7 +136,8 @@ constexpr std::array<AlgorithmDescriptor, kNumAlgorithms> MakeRegistry() {
   for (size_t i = 0; i < kNumAlgorithms; ++i) {
     const AlgorithmFacts& f = kAlgorithms[i];
     const RowFunctions fn = FunctionsOf(f.id);
-    out[i] = AlgorithmDescriptor{&f, fn.kem, fn.dsa, fn.public_key_of};
+    out[i] =
+        AlgorithmDescriptor{&f, fn.kem, fn.dsa, fn.public_key_of, fn.prepared_bytes, fn.prepare};
   }
   return out;
 }

@@ -9,8 +9,10 @@
 // them public itself only where it must look at them (it never branches on them before doing so).
 //
 // Exit status 0 and "0 errors" from valgrind (run with --error-exitcode) is the pass condition.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "pqcd/kernels/isa.h"
@@ -76,6 +78,14 @@ void RunKem() {
   // Decaps from the seed form.
   s = Kem::Decaps(seed, ct, ss2);
   Check(s.ok(), "ML-KEM decaps (seed)");
+  // A held key's prepared form (the expanded key, checked when prepared), alone and in a batch
+  // beside the seed form (the cross-request path).
+  std::vector<uint8_t> ss3(32);
+  k::KemDecapsItem prepared[2] = {{dk, ct, ss2, {}, true}, {seed, ct, ss3, {}, false}};
+  Kem::DecapsBatch(std::span(prepared, 1));
+  Check(prepared[0].status.ok(), "ML-KEM decaps (prepared)");
+  Kem::DecapsBatch(prepared);
+  Check(prepared[0].status.ok() && prepared[1].status.ok(), "ML-KEM decaps (prepared, batch)");
   std::printf("ct_check: %s done\n", std::string(Kem::kName).c_str());
 }
 
@@ -117,6 +127,26 @@ void RunDsa() {
   s = Dsa::Sign(seed, k::Bytes(msg, sizeof(msg)), opts, sig, rng);  // from the seed form
   Check(s.ok(), "ML-DSA sign (seed)");
   k::CtPublic(sig.data(), sig.size());
+  // A held key's prepared form, made from the seed and from the expanded key (its complete
+  // check), used in place as the daemon's page-aligned buffers are: hedged and deterministic.
+  std::vector<uint8_t> raw(Dsa::kPreparedBytes + 64);
+  uint8_t* aligned = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64;
+  const k::MutBytes prepared(aligned, Dsa::kPreparedBytes);
+  s = Dsa::PreparePrivateKey(seed, prepared);
+  Check(s.ok(), "ML-DSA prepare (seed)");
+  s = Dsa::PreparePrivateKey(sk, prepared);
+  Check(s.ok(), "ML-DSA prepare (expanded)");
+  for (bool deterministic : {false, true}) {
+    k::DsaSignItem item;
+    item.sk = prepared;
+    item.message = k::Bytes(msg, sizeof(msg));
+    item.options.deterministic = deterministic;
+    item.sig = sig;
+    item.prepared = true;
+    Dsa::SignBatch(std::span(&item, 1), rng);
+    Check(item.status.ok(), "ML-DSA sign (prepared)");
+    k::CtPublic(sig.data(), sig.size());
+  }
   std::printf("ct_check: %s done\n", std::string(Dsa::kName).c_str());
 }
 

@@ -1,5 +1,6 @@
 // The algorithm registry: every row has the functions of its family, names parse back to their
-// row, and public_key_of gives the public key of both private-key forms.
+// row, public_key_of gives the public key of both private-key forms, and a prepared key computes
+// what the key it was prepared from computes.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -58,6 +59,112 @@ TEST(Registry, PublicKeyOfBothPrivateKeyForms) {
     sk[at] ^= 1;
     EXPECT_FALSE(d.public_key_of(sk, MutBytes(from_sk)).ok());
     EXPECT_FALSE(d.public_key_of(Bytes(seed).first(seed.size() - 1), MutBytes(from_sk)).ok());
+  }
+}
+
+// prepare_private_key of either form of a key gives the same prepared bytes, which decapsulate /
+// sign (deterministically) exactly as the seed does, alone and in a batch beside unprepared items;
+// wrong sizes and a changed expanded key are refused.
+TEST(Registry, PreparedKeysComputeAsTheirKeys) {
+  for (const AlgorithmDescriptor& d : Registry()) {
+    if (d.family() == Family::kHash) continue;
+    SCOPED_TRACE(std::string(d.name()));
+    const AlgorithmFacts& f = *d.facts;
+    ASSERT_NE(d.prepare_private_key, nullptr);
+    ASSERT_GT(d.prepared_private_key_bytes, 0u);
+    std::vector<uint8_t> seed(f.seed_bytes, 0x3c), pk(f.public_key_bytes), sk(f.private_key_bytes);
+    if (d.kem != nullptr) {
+      KemKeyGenItem item{seed, pk, sk, {}, {}};
+      d.kem->keygen_batch(std::span(&item, 1), OsRandom());
+      ASSERT_TRUE(item.status.ok()) << item.status;
+    } else {
+      DsaKeyGenItem item{seed, pk, sk, {}, {}};
+      d.dsa->keygen_batch(std::span(&item, 1), OsRandom());
+      ASSERT_TRUE(item.status.ok()) << item.status;
+    }
+    std::vector<uint8_t> from_seed(d.prepared_private_key_bytes, 0xee);
+    std::vector<uint8_t> from_sk(d.prepared_private_key_bytes, 0x11);
+    ASSERT_TRUE(d.prepare_private_key(seed, MutBytes(from_seed)).ok());
+    ASSERT_TRUE(d.prepare_private_key(sk, MutBytes(from_sk)).ok());
+    EXPECT_EQ(from_seed, from_sk);
+
+    if (d.kem != nullptr) {
+      std::vector<uint8_t> ct(f.ciphertext_bytes), ss(f.secret_bytes);
+      KemEncapsItem enc{pk, {}, ct, ss, {}};
+      d.kem->encaps_batch(std::span(&enc, 1), OsRandom());
+      ASSERT_TRUE(enc.status.ok()) << enc.status;
+      // Alone, then a batch of prepared, seed and prepared (the cross-request path).
+      std::vector<uint8_t> got(f.secret_bytes);
+      KemDecapsItem one{from_seed, ct, got, {}, /*prepared=*/true};
+      d.kem->decaps_batch(std::span(&one, 1));
+      ASSERT_TRUE(one.status.ok()) << one.status;
+      EXPECT_EQ(got, ss);
+      std::vector<std::vector<uint8_t>> out(3, std::vector<uint8_t>(f.secret_bytes));
+      std::vector<KemDecapsItem> batch{{from_seed, ct, out[0], {}, true},
+                                       {seed, ct, out[1], {}, false},
+                                       {from_sk, ct, out[2], {}, true}};
+      d.kem->decaps_batch(batch);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        ASSERT_TRUE(batch[i].status.ok()) << i << ": " << batch[i].status;
+        EXPECT_EQ(out[i], ss) << i;
+      }
+      // A seed-sized key marked prepared is refused.
+      if (seed.size() != from_seed.size()) {
+        KemDecapsItem bad{seed, ct, got, {}, true};
+        d.kem->decaps_batch(std::span(&bad, 1));
+        EXPECT_FALSE(bad.status.ok());
+      }
+    } else {
+      const std::string msg = "prepared keys sign as their seeds do";
+      const Bytes m(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+      std::vector<std::vector<uint8_t>> sig(4, std::vector<uint8_t>(f.signature_bytes));
+      std::vector<DsaSignItem> batch(4);
+      const Bytes keys[4] = {seed, from_seed, sk, from_sk};
+      const bool prepared[4] = {false, true, false, true};
+      for (size_t i = 0; i < 4; ++i) {
+        batch[i].sk = keys[i];
+        batch[i].message = m;
+        batch[i].options.deterministic = true;
+        batch[i].sig = sig[i];
+        batch[i].prepared = prepared[i];
+      }
+      d.dsa->sign_batch(batch, OsRandom());
+      for (size_t i = 0; i < 4; ++i) {
+        ASSERT_TRUE(batch[i].status.ok()) << i << ": " << batch[i].status;
+        EXPECT_EQ(sig[i], sig[0]) << i;
+      }
+      DsaVerifyItem v{pk, m, sig[1], {}, false, {}};
+      d.dsa->verify_batch(std::span(&v, 1));
+      ASSERT_TRUE(v.status.ok());
+      EXPECT_TRUE(v.valid);
+      // A prepared key alone, with a buffer that is not aligned for the signer's form (copied).
+      std::vector<uint8_t> shifted(from_seed.size() + 8);
+      std::copy(from_seed.begin(), from_seed.end(), shifted.begin() + 8);
+      DsaSignItem one;
+      one.sk = Bytes(shifted).subspan(8);
+      one.message = m;
+      one.options.deterministic = true;
+      std::vector<uint8_t> sig1(f.signature_bytes);
+      one.sig = sig1;
+      one.prepared = true;
+      d.dsa->sign_batch(std::span(&one, 1), OsRandom());
+      ASSERT_TRUE(one.status.ok()) << one.status;
+      EXPECT_EQ(sig1, sig[0]);
+      // A prepared item of the wrong size is refused.
+      one.sk = sk;
+      d.dsa->sign_batch(std::span(&one, 1), OsRandom());
+      EXPECT_FALSE(one.status.ok());
+    }
+
+    // Wrong sizes and a changed expanded key.
+    std::vector<uint8_t> small(d.prepared_private_key_bytes - 1);
+    EXPECT_FALSE(d.prepare_private_key(seed, MutBytes(small)).ok());
+    EXPECT_FALSE(d.prepare_private_key(Bytes(seed).first(seed.size() - 1), MutBytes(from_sk)).ok());
+    const size_t at = d.id() == AlgorithmId::kSecP256r1MlKem768    ? 32
+                      : d.id() == AlgorithmId::kSecP384r1MlKem1024 ? 48
+                                                                   : 0;
+    sk[at] ^= 1;
+    EXPECT_FALSE(d.prepare_private_key(sk, MutBytes(from_sk)).ok());
   }
 }
 

@@ -545,6 +545,10 @@ void HybridKem<Spec>::DecapsBatch(std::span<KemDecapsItem> items) {
       it.status = SizeError<Spec>("shared secret buffer", kSharedSecretBytes, it.ss.size());
       continue;
     }
+    if (it.prepared && it.dk.size() != kDecapsKeyBytes) {
+      it.status = SizeError<Spec>("prepared decapsulation key", kDecapsKeyBytes, it.dk.size());
+      continue;
+    }
     Bytes dk_m, sk_e, pk_x;
     if constexpr (Spec::kXWing) {
       if (it.dk.size() == kSeedBytes) {
@@ -574,7 +578,8 @@ void HybridKem<Spec>::DecapsBatch(std::span<KemDecapsItem> items) {
     curve[i] = {sk_e, pk_x};
     const auto [ct_m, ct_e] = Split<Spec>(it.ct, Ml::kCiphertextBytes, kCurvePoint);
     MutBytes out_m = Spec::kXWing ? ss_m[i] : Split<Spec>(it.ss, 32, kCurveSecret).first;
-    ml[live.size()] = KemDecapsItem{dk_m, ct_m, out_m, {}};
+    // A prepared key is the expanded form, checked when it was prepared (ML-KEM part included).
+    ml[live.size()] = KemDecapsItem{dk_m, ct_m, out_m, {}, it.prepared};
     live.push_back(i);
   }
   Ml::DecapsBatch(std::span(ml.data(), live.size()));

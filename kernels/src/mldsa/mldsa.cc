@@ -26,6 +26,7 @@
 #include <array>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -214,15 +215,6 @@ absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOpti
   job.tail = ph_tail;
   job.tail_len = *tail_len;
   return absl::OkStatus();
-}
-
-// Same key material: equal length and bytes (constant-time compare; only the verdict is revealed).
-bool SameBytes(Bytes a, Bytes b) {
-  if (a.size() != b.size()) return false;
-  if (a.data() == b.data()) return true;
-  uint8_t diff = CtCompare(a.data(), b.data(), a.size());
-  CtPublic(&diff, sizeof(diff));
-  return diff == 0;
 }
 
 // Wipes n bytes at p when the scope ends: the secret part of a scratch struct whose large public
@@ -931,13 +923,13 @@ struct Impl {
         item.status = CheckSignItem(item);
         if (item.status.ok()) item.status = DrawRnd(item.options, rng, ws.rnd[i]);
         live[i] = item.status.ok();
-        if (!live[i] || item.sk.size() != kSk) continue;
+        if (!live[i] || (item.sk.size() != kSk && !item.prepared)) continue;
         hashed[i] = true;
         if (item.options.external_mu) {
           std::memcpy(ws.mu[i], item.message.data(), 64);
           continue;
         }
-        mu_status[i] = MakeMuJob(item.sk.data() + 64, item.message, item.options, ws.prefix[i],
+        mu_status[i] = MakeMuJob(TrOf(item), item.message, item.options, ws.prefix[i],
                                  ws.ph_tail[i], ws.mu[i], jobs[n]);
         if (mu_status[i].ok()) ++n;
       }
@@ -945,7 +937,7 @@ struct Impl {
       n = 0;
       for (size_t i = 0; i < m; ++i) {
         if (!hashed[i] || !mu_status[i].ok()) continue;
-        std::memcpy(ws.krm[i], it[i].sk.data() + 32, 32);
+        std::memcpy(ws.krm[i], KOf(it[i]), 32);
         std::memcpy(ws.krm[i] + 32, ws.rnd[i], 32);
         std::memcpy(ws.krm[i] + 64, ws.mu[i], 64);
         jobs[n++] = {ws.krm[i], 128, nullptr, 0, ws.rho_pp[i]};
@@ -954,21 +946,26 @@ struct Impl {
 
       for (size_t lead = 0; lead < m; ++lead) {
         if (!live[lead] || done[lead]) continue;
-        const absl::Status load = LoadSigningKey(it[lead].sk, ws.key);
+        const bool prepared = it[lead].prepared;
+        const absl::Status load = prepared ? absl::OkStatus() : LoadSigningKey(it[lead].sk, ws.key);
+        const SigningKey& key = prepared ? PreparedKey(it[lead], ws.key) : ws.key;
         for (size_t i = lead; i < m; ++i) {
-          if (!live[i] || done[i] || !SameBytes(it[lead].sk, it[i].sk)) continue;
+          if (!live[i] || done[i] || it[i].prepared != prepared ||
+              !SameSecretBytes(it[lead].sk, it[i].sk)) {
+            continue;
+          }
           done[i] = true;
           DsaSignItem& item = it[i];
           if (!load.ok()) {
             item.status = load;
           } else if (hashed[i]) {
             item.status = mu_status[i].ok()
-                              ? SignWithRhoPP(ws.key, ws.mu[i], ws.rho_pp[i], item.sig.data())
+                              ? SignWithRhoPP(key, ws.mu[i], ws.rho_pp[i], item.sig.data())
                               : mu_status[i];
           } else {
-            item.status = ComputeMuFromTr(ws.key.tr, item.message, item.options, ws.mu[i]);
+            item.status = ComputeMuFromTr(key.tr, item.message, item.options, ws.mu[i]);
             if (item.status.ok()) {
-              item.status = SignWithKey(ws.key, ws.mu[i], ws.rnd[i], item.sig.data());
+              item.status = SignWithKey(key, ws.mu[i], ws.rnd[i], item.sig.data());
             }
           }
         }
@@ -976,8 +973,33 @@ struct Impl {
     }
   }
 
+  // A prepared key (PreparePrivateKey) is a SigningKey: used in place when its buffer is aligned
+  // for one (the key store's buffers are page-aligned), else copied into `scratch` (wiped by the
+  // caller).
+  static const SigningKey& PreparedKey(const DsaSignItem& item, SigningKey& scratch) {
+    static_assert(sizeof(SigningKey) <= Api::kPreparedBytes);
+    if (reinterpret_cast<uintptr_t>(item.sk.data()) % alignof(SigningKey) == 0) {
+      return *reinterpret_cast<const SigningKey*>(item.sk.data());
+    }
+    std::memcpy(&scratch, item.sk.data(), sizeof(SigningKey));
+    return scratch;
+  }
+  // tr and K of an expanded or prepared key (skEncode: rho || K || tr || ...).
+  static const uint8_t* TrOf(const DsaSignItem& item) {
+    return item.prepared ? item.sk.data() + offsetof(SigningKey, tr) : item.sk.data() + 64;
+  }
+  static const uint8_t* KOf(const DsaSignItem& item) {
+    return item.prepared ? item.sk.data() + offsetof(SigningKey, key) : item.sk.data() + 32;
+  }
+
   static absl::Status CheckSignItem(const DsaSignItem& item) {
-    if (absl::Status s = CheckSkLength(item.sk); !s.ok()) return s;
+    if (item.prepared) {
+      if (item.sk.size() != Api::kPreparedBytes) {
+        return LengthError(kName, "prepared private key", Api::kPreparedBytes, item.sk.size());
+      }
+    } else if (absl::Status s = CheckSkLength(item.sk); !s.ok()) {
+      return s;
+    }
     if (absl::Status s = CheckSigBuffer(item.sig); !s.ok()) return s;
     if (absl::Status s = CheckMessageOptions(kName, item.message, item.options); !s.ok()) return s;
     if (!item.options.rnd.empty() && item.options.rnd.size() != Api::kRndBytes) {
@@ -1196,6 +1218,24 @@ absl::Status MlDsa<K, L>::Sign(Bytes sk, Bytes message, const DsaSignOptions& op
   return I::SignCommon(sk, rnd.data(), sig, [&](const uint8_t* tr, uint8_t* mu) {
     return ComputeMuFromTr(tr, message, options, mu);
   });
+}
+
+template <int K, int L>
+absl::Status MlDsa<K, L>::PreparePrivateKey(Bytes sk, MutBytes prepared) {
+  using I = Impl<K, L>;
+  if (prepared.size() != kPreparedBytes) {
+    return LengthError(kName, "prepared private key buffer", kPreparedBytes, prepared.size());
+  }
+  if (absl::Status s = I::CheckSkLength(sk); !s.ok()) return s;
+  if (sk.size() == kPrivateKeyBytes) {
+    if (absl::Status s = CheckExpandedPrivateKey(sk); !s.ok()) return s;
+  }
+  typename I::SigningKey key;
+  const WipeOnExit wipe_key = I::WipeSecrets(key);
+  if (absl::Status s = I::LoadSigningKey(sk, key); !s.ok()) return s;
+  std::memset(prepared.data(), 0, prepared.size());
+  std::memcpy(prepared.data(), &key, sizeof(key));
+  return absl::OkStatus();
 }
 
 template <int K, int L>

@@ -852,14 +852,15 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
         item.status = SizeError<K>("shared secret buffer", kSharedSecretBytes, item.ss.size());
         continue;
       }
-      if (item.dk.size() == kSeedBytes) {
+      if (item.dk.size() == kSeedBytes && !item.prepared) {
         // Seed form d||z: expand (Alg. 16).
         ExpandDecapsKey<K>(item.dk.data(), item.dk.data() + 32, expanded[nc]);
         cand_dk[nc] = expanded[nc];
         needs_check[nc] = false;
       } else if (item.dk.size() == kDecapsKeyBytes) {
+        // A prepared key was checked when it was prepared.
         cand_dk[nc] = item.dk.data();
-        needs_check[nc] = true;
+        needs_check[nc] = !item.prepared;
       } else {
         item.status = DecapsKeyLengthError<K>(item.dk.size());
         continue;
@@ -876,15 +877,18 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
                         : HashCheckError<K>();
       continue;
     }
-    // §7.3 hash check of the expanded keys: H(ek) side by side, compared with the stored h.
+    // §7.3 hash check of the expanded keys given unchecked: H(ek) side by side, compared with the
+    // stored h.
     const uint8_t* in[kBatchChunk];
     const uint8_t* tail[kBatchChunk];
     uint8_t* out[kBatchChunk];
+    size_t nh = 0;
     for (size_t i = 0; i < nc; ++i) {
-      in[i] = cand_dk[i] + L::kDkEkOffset;
-      out[i] = check[i];
+      if (!needs_check[i]) continue;
+      in[nh] = cand_dk[i] + L::kDkEkOffset;
+      out[nh++] = check[i];
     }
-    HashHMany(in, L::kEkBytes, out, nc);
+    HashHMany(in, L::kEkBytes, out, nh);
     KemDecapsItem* live[kBatchChunk];
     const uint8_t* dks[kBatchChunk];
     size_t n = 0;

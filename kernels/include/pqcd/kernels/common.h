@@ -74,6 +74,9 @@ inline uint32_t CtMaskNonZero(uint32_t x) {
 
 // Returns 0 when a and b are equal, non-zero otherwise; runs in time independent of the contents.
 uint8_t CtCompare(const uint8_t* a, const uint8_t* b, size_t n);
+// Whether two secret keys are the same: equal length and bytes (the same buffer at once, else
+// CtCompare). Only the verdict is revealed.
+bool SameSecretBytes(Bytes a, Bytes b);
 
 // dst = mask ? src : dst, byte-wise, for mask in {0x00, 0xff}.
 void CtSelect(uint8_t* dst, const uint8_t* src, size_t n, uint8_t mask);

@@ -56,11 +56,14 @@ struct DsaKeyGenItem {
   absl::Status status;
 };
 struct DsaSignItem {
-  Bytes sk;       // 32-byte seed or expanded private key
+  Bytes sk;       // 32-byte seed or expanded private key (or a prepared key, below)
   Bytes message;  // or mu when options.external_mu
   DsaSignOptions options;
   MutBytes sig;
   absl::Status status;
+  // sk is the output of PreparePrivateKey (a held key, kPreparedBytes): the signer's form of the
+  // key, used in place (no key generation, no decoding, no ExpandA per signature).
+  bool prepared = false;
 };
 struct DsaVerifyItem {
   Bytes pk;
@@ -109,6 +112,10 @@ class MlDsa {
   static constexpr size_t kPrivateKeyBytes = 32 + 32 + 64 + (K + L) * kEtaPackedBytes + 416 * K;
   static constexpr size_t kSignatureBytes =
       Params::lambda / 4 + L * 32 * (1 + Params::gamma1_bits) + Params::omega + K;
+  // The signer's form of a private key (PreparePrivateKey): A-hat, NTT(s1 + 2^9 s2), NTT(s2) of
+  // the rows past l, NTT(t0) (one 1024-byte polynomial each), rho, K and tr (128 bytes), and 64
+  // bytes of room for alignment.
+  static constexpr size_t kPreparedBytes = (K * L + 2 * K) * 1024 + 192;
 
   // FIPS 204 Alg. 6, ML-DSA.KeyGen_internal(xi).
   static void KeyGenInternal(std::span<const uint8_t, 32> xi,
@@ -127,6 +134,10 @@ class MlDsa {
   // kPublicKeyBytes) receives it. Only K is unchecked (it is random). Constant time in the secret
   // parts; only the verdict (and which field failed) is revealed. Costs about one key generation.
   static absl::Status CheckExpandedPrivateKey(Bytes sk, Bytes pk = {}, MutBytes pk_out = {});
+  // The signer's form of sk (a seed, or an expanded key that passes CheckExpandedPrivateKey) into
+  // prepared (kPreparedBytes; secret, the caller keeps it locked and wipes it): a DsaSignItem with
+  // prepared = true signs with it directly. Costs about one key generation, once per key.
+  static absl::Status PreparePrivateKey(Bytes sk, MutBytes prepared);
 
   // FIPS 204 Alg. 2 (pure) / Alg. 4 (HashML-DSA) / Alg. 7 with external mu, per options.
   // Hedged unless options.deterministic; options.rnd supplies explicit randomness.

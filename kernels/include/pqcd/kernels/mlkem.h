@@ -45,6 +45,9 @@ struct KemDecapsItem {
   Bytes ct;     // kCiphertextBytes
   MutBytes ss;  // 32 bytes
   absl::Status status;
+  // dk is the output of the registry's prepare_private_key (a held key): the expanded key whose
+  // checks were done when it was prepared, used as it is (no expansion, no §7.3 hash check).
+  bool prepared = false;
 };
 
 template <int K>

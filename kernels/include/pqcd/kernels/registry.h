@@ -48,6 +48,14 @@ struct AlgorithmDescriptor {
   // the complete consistency check first (CheckExpandedPrivateKey), so that the public key
   // returned is the one the private key was made with. Sizes are checked; errors name the field.
   absl::Status (*public_key_of)(Bytes private_key, MutBytes public_key);
+  // KEM and DSA: the form a held private key is computed with, made once when a key version
+  // enters memory (the server's key store): prepared_private_key_bytes bytes that a
+  // KemDecapsItem / DsaSignItem with prepared = true takes as its key, with no expansion and no
+  // check per use (ML-KEM and the hybrids: the expanded key, its checks done; ML-DSA:
+  // MlDsa<K, L>::PreparePrivateKey). private_key in either form; an expanded one must pass the
+  // complete consistency check. The output is secret: the caller keeps it locked and wipes it.
+  size_t prepared_private_key_bytes;
+  absl::Status (*prepare_private_key)(Bytes private_key, MutBytes prepared);
   // Family kHash: Hasher / HashBatch (hash.h) with AsHash(facts->id).
 
   AlgorithmId id() const { return facts->id; }
