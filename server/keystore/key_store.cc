@@ -329,6 +329,8 @@ struct KeyStore::Impl {
 
   std::atomic<uint64_t> memlock_refusals{0};
   std::atomic<uint64_t> quota_refusals{0};
+  std::atomic<uint64_t> unprepared{0};
+  std::function<absl::StatusOr<SecretBytes>(int, const SecretBytes&)> prepare_private_key;
 
   // PostgreSQL store (options.postgres_dsn): the database is the truth, the map above its cache.
   // Changes run inside a database transaction that holds the manifest row (BeginChange brings the
@@ -468,7 +470,37 @@ struct KeyStore::Impl {
     }
   }
 
-  static KeyRecord ToRecord(internal::OpenResult&& rec, const std::string& owner) {
+  // The prepared form of kr's private key (prepare_private_key), kept only when it is locked.
+  absl::Status Prepare(KeyRecord& kr) {
+    if (!prepare_private_key) return absl::OkStatus();
+    auto p = prepare_private_key(kr.algorithm, *kr.private_key);
+    if (!p.ok()) return p.status();
+    if (p->empty()) return absl::OkStatus();
+    if (!p->locked()) {
+      if (unprepared.fetch_add(1, std::memory_order_relaxed) == 0) {
+        spdlog::warn(
+            "key store: the prepared form of a held key could not be locked in memory "
+            "(RLIMIT_MEMLOCK too low?): such keys are served from their stored form, expanded at "
+            "every use (counted in pqcd_held_keys_unprepared)");
+      }
+      return absl::OkStatus();
+    }
+    kr.prepared = std::make_shared<const SecretBytes>(std::move(*p));
+    return absl::OkStatus();
+  }
+
+  // A loaded record, prepared; a record that cannot be prepared is kept without (and reported).
+  KeyRecord ToRecord(internal::OpenResult&& rec, const std::string& owner) {
+    KeyRecord kr = ToPlainRecord(std::move(rec), owner);
+    if (absl::Status st = Prepare(kr); !st.ok()) {
+      unprepared.fetch_add(1, std::memory_order_relaxed);
+      spdlog::warn("key store: {}: not prepared ({}); served from its stored form",
+                   Describe({kr.owner, kr.key_id}, kr.version), std::string(st.message()));
+    }
+    return kr;
+  }
+
+  static KeyRecord ToPlainRecord(internal::OpenResult&& rec, const std::string& owner) {
     RecordMeta& m = rec.meta;
     KeyRecord kr;
     kr.key_id = std::move(m.key_id);
@@ -670,6 +702,7 @@ absl::Status KeyStore::Impl::ApplyManifest(const Manifest& m) {
           continue;
         }
         doomed.push_back(std::move(v->second.private_key));
+        doomed.push_back(std::move(v->second.prepared));
         e.uids.erase(v->first);
         v = e.versions.erase(v);
         --count;
@@ -792,7 +825,7 @@ size_t KeyStore::KeyCount(const std::string& owner) const {
 }
 
 KeyStoreCounters KeyStore::counters() const {
-  return {impl_->memlock_refusals.load(), impl_->quota_refusals.load()};
+  return {impl_->memlock_refusals.load(), impl_->quota_refusals.load(), impl_->unprepared.load()};
 }
 
 absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Open(const KeyStoreOptions& options,
@@ -810,6 +843,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   Impl& impl = *store->impl_;
   impl.max_keys_per_owner = options.max_keys_per_owner;
   impl.max_versions_per_key = options.max_versions_per_key;
+  impl.prepare_private_key = options.prepare_private_key;
   if (!options.postgres_dsn.empty()) {
     if (rotate_to != nullptr) {
       return absl::UnimplementedError(
@@ -1145,7 +1179,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
       continue;
     }
     if (l->under_old) impl.under_old_kek.emplace_back(id, m.version);
-    impl.Insert(ToRecord(std::move(l->rec), id.first), uid);
+    impl.Insert(impl.ToRecord(std::move(l->rec), id.first), uid);
     ++rep.loaded;
   }
 
@@ -1178,7 +1212,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
       }
       auto uid = RandomUid();
       if (!uid.ok()) return uid.status();
-      KeyRecord rec = ToRecord(std::move(l->rec), id.first);
+      KeyRecord rec = impl.ToRecord(std::move(l->rec), id.first);
       if (auto st = impl.Persist(rec, *uid, /*replace=*/false); !st.ok()) {
         return fail(absl::StrCat("migrating ", l->name, ": ", st.message()));
       }
@@ -1358,6 +1392,7 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
   rec.owner = owner;
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
+  if (auto st = impl.Prepare(rec); !st.ok()) return st;
   std::string uid;
   if (impl.persistent) {
     auto u = RandomUid();
@@ -1428,6 +1463,7 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   rec.created_unix_ms = NowUnixMs();
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
+  if (auto st = impl.Prepare(rec); !st.ok()) return st;
   std::string uid;
   if (impl.persistent) {
     auto u = RandomUid();
@@ -1575,6 +1611,7 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
     for (uint32_t v : targets) {
       auto rec = it->second.versions.find(v);
       doomed.push_back(std::move(rec->second.private_key));
+      doomed.push_back(std::move(rec->second.prepared));
       it->second.versions.erase(rec);
       it->second.uids.erase(v);
       --impl.count;

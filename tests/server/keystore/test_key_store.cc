@@ -722,6 +722,78 @@ TEST_F(KeyStoreTest, SecondOpenOfSameDirectoryIsRefused) {
   EXPECT_TRUE(KeyStore::Open(options_).ok());
 }
 
+// prepare_private_key runs once per version as it enters memory (Create, AddVersion, Open) and
+// its result rides along the record; an error refuses Create/AddVersion, an unlocked result is
+// dropped and counted, a loaded record that fails to prepare is kept and counted.
+TEST_F(KeyStoreTest, VersionsArePreparedOnceAsTheyEnterMemory) {
+  std::atomic<int> calls{0};
+  // A stand-in for the registry's: the key's bytes reversed, refused for algorithm 99, left
+  // unlocked for algorithm 98.
+  options_.prepare_private_key = [&calls](int algorithm,
+                                          const SecretBytes& sk) -> absl::StatusOr<SecretBytes> {
+    ++calls;
+    if (algorithm == 99) return absl::InvalidArgumentError("not a key of algorithm 99");
+    const bool unlocked = algorithm == 98;
+    const bool was = testing::SetMlockFailureForTesting(unlocked);
+    SecretBytes out(sk.size());
+    testing::SetMlockFailureForTesting(was);
+    for (size_t i = 0; i < sk.size(); ++i) out.data()[i] = sk.data()[sk.size() - 1 - i];
+    return out;
+  };
+  auto reversed = [](std::vector<uint8_t> v) {
+    std::reverse(v.begin(), v.end());
+    return v;
+  };
+  const auto sk1 = RandomBytes(64, 70), sk2 = RandomBytes(64, 71);
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    auto c = ks->Create("o", "k", kAlgMlKem768, {1}, Secret(sk1), {});
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_NE(c->prepared, nullptr);
+    EXPECT_EQ(ToVec(*c->prepared), reversed(sk1));
+    ASSERT_TRUE(ks->AddVersion("o", "k", {2}, Secret(sk2)).ok());
+    EXPECT_EQ(calls.load(), 2);
+    auto g1 = ks->Get("o", "k", 1), g2 = ks->Get("o", "k", 2);
+    ASSERT_TRUE(g1.ok() && g2.ok());
+    EXPECT_EQ(g1->prepared, c->prepared);  // the same buffer: nothing is prepared per use
+    EXPECT_EQ(ToVec(*g2->prepared), reversed(sk2));
+    EXPECT_EQ(calls.load(), 2);
+    // Refused by the preparer: nothing is stored.
+    auto bad = ks->Create("o", "bad", 99, {3}, Secret(sk1), {});
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(bad.status().message()).find("algorithm 99"), std::string::npos);
+    EXPECT_EQ(ks->Get("o", "bad", 0).status().code(), absl::StatusCode::kNotFound);
+    // Not locked: kept without a prepared form, counted.
+    auto loose = ks->Create("o", "loose", 98, {4}, Secret(sk1), {});
+    ASSERT_TRUE(loose.ok()) << loose.status();
+    EXPECT_EQ(loose->prepared, nullptr);
+    EXPECT_EQ(ks->counters().unprepared, 1u);
+  }
+  // Open prepares every loaded version; the preparer now refuses algorithm 5: that record is kept
+  // without a prepared form (it was stored with another preparer) and counted.
+  calls = 0;
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    EXPECT_EQ(calls.load(), 3);
+    EXPECT_EQ(ToVec(*ks->Get("o", "k", 1)->prepared), reversed(sk1));
+    EXPECT_EQ(ToVec(*ks->Get("o", "k", 2)->prepared), reversed(sk2));
+    EXPECT_EQ(ks->Get("o", "loose", 0)->prepared, nullptr);
+    EXPECT_EQ(ks->counters().unprepared, 1u);
+  }
+  options_.prepare_private_key = [](int, const SecretBytes&) -> absl::StatusOr<SecretBytes> {
+    return absl::InvalidArgumentError("refused");
+  };
+  auto ks = OpenStore();
+  ASSERT_TRUE(ks);
+  auto g = ks->Get("o", "k", 2);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->prepared, nullptr);
+  EXPECT_EQ(ToVec(*g->private_key), sk2);
+  EXPECT_EQ(ks->counters().unprepared, 3u);
+}
+
 TEST_F(KeyStoreTest, CreatedKeySurvivesKill9) {
   const auto sk = RandomBytes(64, 110);
   int pipefd[2];

@@ -46,6 +46,10 @@ struct KeyRecord {
   std::vector<uint8_t> public_key;
   // Seed form when available (ML-KEM 64 bytes, ML-DSA 32 bytes), else the expanded key.
   std::shared_ptr<const SecretBytes> private_key;
+  // The form the kernels compute with (KeyStoreOptions::prepare_private_key), made once when the
+  // version entered memory; locked and wiped like private_key. Null when there is none (no
+  // preparer, or it could not be locked): then private_key is used.
+  std::shared_ptr<const SecretBytes> prepared;
 };
 
 struct KeyStoreOptions {
@@ -70,6 +74,14 @@ struct KeyStoreOptions {
   // 0: unlimited; versions one key may hold at once (AddVersion refuses past it: one identity's
   // rotation flood cannot grow memory, the mlock budget and the MANIFEST without bound).
   uint32_t max_versions_per_key = 0;
+  // Turns a private key of `algorithm` into the form the kernels compute with (the registry's
+  // prepare_private_key), called once per version as it enters memory: Create, AddVersion, Open
+  // and every database synchronization. An error refuses Create/AddVersion (the key is not
+  // usable); at load it is reported and the version is kept without a prepared form. An empty
+  // result: the algorithm has none. A result that is not locked in memory is dropped (counted in
+  // KeyStoreCounters::unprepared): private keys never sit in swappable memory. Null: none.
+  std::function<absl::StatusOr<SecretBytes>(int algorithm, const SecretBytes& private_key)>
+      prepare_private_key;
   // Maps the owners of records written by older versions (legacy file names) when Open migrates
   // them; null: keep them as they are.
   std::function<std::string(const std::string& legacy_owner)> migrate_owner;
@@ -112,6 +124,9 @@ struct KeyStoreCounters {
   uint64_t memlock_refusals = 0;  // Create/AddVersion refused: the private key was not mlock'ed
   uint64_t quota_refusals = 0;    // Create / AddVersion refused: max_keys_per_owner or
                                   // max_versions_per_key reached
+  // Versions held without their prepared form (it could not be locked in memory, or preparing a
+  // loaded record failed): served from the stored key, expanded at every use.
+  uint64_t unprepared = 0;
 };
 
 class KeyStore {
