@@ -268,4 +268,22 @@ absl::StatusOr<size_t> HashOutputLength(const AlgorithmDescriptor& d, uint64_t r
   return f.digest_bytes;
 }
 
+absl::StatusOr<SecretBytes> PreparePrivateKey(const AlgorithmDescriptor& d,
+                                              kernels::Bytes private_key) {
+  if (d.prepare_private_key == nullptr) return SecretBytes();
+  SecretBytes out(d.prepared_private_key_bytes);
+  if (absl::Status s =
+          d.prepare_private_key(private_key, kernels::MutBytes(out.data(), out.size()));
+      !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+absl::StatusOr<SecretBytes> PreparePrivateKey(int api_algorithm, const SecretBytes& private_key) {
+  const AlgorithmDescriptor* d = LookupAlgorithm(api_algorithm);
+  if (d == nullptr) return absl::InvalidArgumentError("prepare: unknown algorithm");
+  return PreparePrivateKey(*d, kernels::Bytes(private_key.data(), private_key.size()));
+}
+
 }  // namespace pqcd::server

@@ -215,10 +215,11 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
   auto* counter = new Counter;
   counter->reactor = reactor;
   int ready = 0;
+  GivenKeys given;  // a private key given again is prepared once for the rest of its run
   for (int i = 0; i < n; ++i) {
     pqc::v1::OperationResult* result = response->mutable_results(i);
     OpState* st = reactor->op(static_cast<size_t>(i));
-    absl::Status s = PrepareOperation(ctx_, caller, request->operations(i), result, st);
+    absl::Status s = PrepareOperation(ctx_, caller, request->operations(i), result, st, &given);
     if (!s.ok()) {
       SetResultStatus(result, s);
       continue;
@@ -617,6 +618,7 @@ class StreamReactor final
       failed.push_back(slot);
     };
     size_t nsubmit = 0;
+    GivenKeys given;  // a private key given again is prepared once for the rest of its run
     for (size_t i = 0; i < chunk->n; ++i) {
       Slot* slot = &chunk->slots[i];
       slot->chunk = chunk;
@@ -640,7 +642,7 @@ class StreamReactor final
                           "the message's answers would take up to ", answer_bytes,
                           " bytes, more than a Stream may hold (half of --max-stream-bytes, ",
                           max_held_bytes_, "); send fewer or smaller operations per message"))
-                    : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op);
+                    : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op, &given);
       if (!st.ok()) {
         fail(slot, st);
         continue;

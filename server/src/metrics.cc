@@ -211,6 +211,17 @@ class Metrics::EngineCollector : public prometheus::Collectable {
         refused.metric.push_back(std::move(m));
       }
       out.push_back(std::move(refused));
+      MetricFamily unprepared{
+          "pqcd_held_keys_unprepared_total",
+          "Held key versions kept without their prepared form (it could not be locked in memory, "
+          "or a loaded record could not be prepared): served from the stored key, expanded at "
+          "every use",
+          MetricType::Counter,
+          {}};
+      ClientMetric um;
+      um.counter.value = static_cast<double>(r.unprepared);
+      unprepared.metric.push_back(std::move(um));
+      out.push_back(std::move(unprepared));
     }
     if (key_store_link_) {
       const KeyStoreLink l = key_store_link_();

@@ -315,18 +315,21 @@ namespace {
 struct JobKey {
   const AlgorithmDescriptor* algorithm;
   Bytes key;
+  bool prepared = false;  // key is a held key's prepared form (the item's `prepared`)
 };
 template <bool kPrivate, class Req>
 absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, const Req& req,
                                      Family family, const char* rpc, OpState* st,
-                                     uint32_t* version = nullptr) {
+                                     uint32_t* version = nullptr, GivenKeys* given = nullptr) {
   int algorithm = req.algorithm();
   if (req.has_key_ref()) {
     auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, family, rpc);
     if (!rec.ok()) return rec.status();
     if (version != nullptr) *version = rec->version;
     if constexpr (kPrivate) {
-      st->held_private = rec->private_key;
+      // The prepared form when the store has one: no expansion or check per use.
+      st->held_private = rec->prepared != nullptr ? rec->prepared : rec->private_key;
+      st->held_prepared = rec->prepared != nullptr;
     } else {
       st->held_public = std::move(rec->public_key);
     }
@@ -334,17 +337,25 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
   auto info = RequireFamily(algorithm, family, rpc);
   if (!info.ok()) return info.status();
   if constexpr (kPrivate) {
-    if (req.has_key_ref()) return JobKey{*info, View(*st->held_private)};
+    if (req.has_key_ref()) return JobKey{*info, View(*st->held_private), st->held_prepared};
     // Raw (a size check), or PKCS#8 DER/PEM decoded into a buffer the OpState keeps alive.
     SecretBytes decoded;
     auto key = ResolvePrivateKey(**info, View(req.private_key()), "private_key", &decoded);
     if (!key.ok()) return key.status();
+    Bytes view = *key;
     if (!decoded.empty()) {
       auto held = std::make_shared<SecretBytes>(std::move(decoded));
       st->held_private = held;
-      return JobKey{*info, View(*held)};
+      view = View(*held);
     }
-    return JobKey{*info, *key};
+    if (given != nullptr) {
+      if (auto prepared = given->Find(**info, view, st->held_private)) {
+        st->held_private = std::move(prepared);
+        st->held_prepared = true;
+        return JobKey{*info, View(*st->held_private), true};
+      }
+    }
+    return JobKey{*info, view};
   } else {
     if (req.has_key_ref()) return JobKey{*info, View(st->held_public)};
     // Raw (a size check), or a SubjectPublicKeyInfo DER/PEM decoded into st->held_public.
@@ -355,6 +366,27 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
 }
 
 }  // namespace
+
+std::shared_ptr<const SecretBytes> GivenKeys::Find(const AlgorithmDescriptor& algorithm, Bytes key,
+                                                   std::shared_ptr<const SecretBytes> keeper) {
+  if (last_algorithm_ != &algorithm || !kernels::SameSecretBytes(last_key_, key)) {
+    last_algorithm_ = &algorithm;
+    last_key_ = key;
+    last_keeper_ = std::move(keeper);
+    prepared_.reset();
+    failed_ = false;
+    return nullptr;
+  }
+  if (prepared_ == nullptr && !failed_) {
+    auto p = PreparePrivateKey(algorithm, key);
+    if (p.ok() && !p->empty()) {
+      prepared_ = std::make_shared<const SecretBytes>(std::move(*p));
+    } else {
+      failed_ = true;  // each operation reports its own error, as without this
+    }
+  }
+  return prepared_;
+}
 
 absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
@@ -372,11 +404,12 @@ absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
   return absl::OkStatus();
 }
 
-absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
-                           OpState* st) {
+namespace {
+absl::Status PrepareDecapsWith(ServiceContext* ctx, const Caller& caller,
+                               const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
+                               OpState* st, GivenKeys* given) {
   st->ctx = ctx;
-  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st);
+  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st, nullptr, given);
   if (!k.ok()) return k.status();
   if (absl::Status s = CheckCiphertextSize(*k->algorithm, req.ciphertext().size(), "ciphertext");
       !s.ok()) {
@@ -385,9 +418,17 @@ absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
   const kernels::AlgorithmFacts& f = *k->algorithm->facts;
   auto& item = st->job.Set<kernels::KemDecapsItem>(f.id);
   item.dk = k->key;
+  item.prepared = k->prepared;
   item.ct = View(req.ciphertext());
   item.ss = Resize(resp->mutable_shared_secret(), f.secret_bytes);
   return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
+                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
+                           OpState* st) {
+  return PrepareDecapsWith(ctx, caller, req, resp, st, nullptr);
 }
 
 namespace {
@@ -415,18 +456,19 @@ absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& messag
   options->external_mu = external_mu;
   return absl::OkStatus();
 }
-}  // namespace
 
-absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
-                         pqc::v1::SignResponse* resp, OpState* st) {
+absl::Status PrepareSignWith(ServiceContext* ctx, const Caller& caller,
+                             const pqc::v1::SignRequest& req, pqc::v1::SignResponse* resp,
+                             OpState* st, GivenKeys* given) {
   st->ctx = ctx;
   uint32_t version = 0;
-  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version);
+  auto k = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version, given);
   if (!k.ok()) return k.status();
   if (req.has_key_ref()) resp->set_key_version(version);
   const kernels::AlgorithmFacts& f = *k->algorithm->facts;
   auto& item = st->job.Set<kernels::DsaSignItem>(f.id);
   item.sk = k->key;
+  item.prepared = k->prepared;
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
                                             req.external_mu(), &item.message, &item.options);
       !s.ok()) {
@@ -435,6 +477,12 @@ absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v
   item.options.deterministic = req.deterministic();
   item.sig = Resize(resp->mutable_signature(), f.signature_bytes);
   return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
+                         pqc::v1::SignResponse* resp, OpState* st) {
+  return PrepareSignWith(ctx, caller, req, resp, st, nullptr);
 }
 
 absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
@@ -523,7 +571,7 @@ size_t AnswerBytesBound(const pqc::v1::Operation& op) {
 
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
-                              OpState* st) {
+                              OpState* st, GivenKeys* given) {
   st->ctx = ctx;
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
@@ -531,9 +579,9 @@ absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
     case pqc::v1::Operation::kEncaps:
       return PrepareEncaps(ctx, caller, op.encaps(), result->mutable_encaps(), st);
     case pqc::v1::Operation::kDecaps:
-      return PrepareDecaps(ctx, caller, op.decaps(), result->mutable_decaps(), st);
+      return PrepareDecapsWith(ctx, caller, op.decaps(), result->mutable_decaps(), st, given);
     case pqc::v1::Operation::kSign:
-      return PrepareSign(ctx, caller, op.sign(), result->mutable_sign(), st);
+      return PrepareSignWith(ctx, caller, op.sign(), result->mutable_sign(), st, given);
     case pqc::v1::Operation::kVerify:
       return PrepareVerify(ctx, caller, op.verify(), result->mutable_verify(), st);
     case pqc::v1::Operation::kHash:

@@ -25,6 +25,7 @@ struct OpState {
   ServiceContext* ctx = nullptr;
   engine::Job job;
   std::shared_ptr<const SecretBytes> held_private;  // keeps a held private key alive
+  bool held_prepared = false;                       // held_private is the key's prepared form
   std::vector<uint8_t> held_public;                 // the public key of a held key
   SecretBytes gen_private;                          // held KeyGen: expanded private key (dropped)
   SecretBytes gen_seed;                             // held KeyGen: the seed that is stored
@@ -60,7 +61,30 @@ void SetKeyGenJob(const AlgorithmDescriptor& algorithm, kernels::Bytes seed,
 // engine worker or a gRPC callback thread).
 absl::Status RunJobAndWait(engine::Engine& engine, engine::Job& job);
 
+// The private keys given in one Batch or one packed Stream message: a key that the message carries
+// again (the same algorithm and bytes as the operation before it) is prepared once, at its second
+// sighting (the registry's prepare_private_key: expansion and checks), and the rest of the run
+// of operations uses that form. Lives for the preparation loop of one call or message; the views
+// it keeps point into keys that the OpStates prepared so far keep alive.
+class GivenKeys {
+ public:
+  // The prepared form of `key` when it repeats the previous given key, else null (then the key is
+  // used as given; also when preparing it failed: each operation reports its own error). keeper:
+  // the buffer key points into when it is not the request's (a decoded PKCS#8 key), kept alive
+  // for the next comparison.
+  std::shared_ptr<const SecretBytes> Find(const AlgorithmDescriptor& algorithm, kernels::Bytes key,
+                                          std::shared_ptr<const SecretBytes> keeper);
+
+ private:
+  const AlgorithmDescriptor* last_algorithm_ = nullptr;
+  kernels::Bytes last_key_;
+  std::shared_ptr<const SecretBytes> last_keeper_;
+  std::shared_ptr<const SecretBytes> prepared_;
+  bool failed_ = false;
+};
+
 // Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
+// given (Batch, packed Stream; null for a unary call): see GivenKeys.
 absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
                            const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
                            OpState* st);
@@ -80,7 +104,7 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& caller, const pqc::v
 // Any of the above, for Batch and Stream items.
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
-                              OpState* st);
+                              OpState* st, GivenKeys* given = nullptr);
 // An upper bound of the bytes the operation's answer takes in a response (cheap: no validation).
 // Batch and Stream budget their answers with it before anything is allocated or computed.
 size_t AnswerBytesBound(const pqc::v1::Operation& op);

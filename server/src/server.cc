@@ -28,6 +28,7 @@
 #include "pqcd/engine/pqc_executor.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/server/algorithms.h"
 #include "pqcd/server/config.h"
 #include "pqcd/server/crypto_service.h"
 #include "pqcd/server/identity.h"
@@ -304,7 +305,11 @@ int DaemonMain(int argc, char** argv) {
 
   Metrics metrics(PQCD_VERSION, isa_name);
 
-  // Key store (ks_options: above).
+  // Key store (ks_options: above). Held keys are kept in the form the kernels compute with, made by
+  // the backend just selected (the import and KEK-rotation modes above only copy records).
+  ks_options.prepare_private_key = [](int algorithm, const SecretBytes& private_key) {
+    return PreparePrivateKey(algorithm, private_key);
+  };
   LoadReport report;
   auto store = KeyStore::Open(ks_options, &report);
   if (!store.ok()) {
@@ -327,7 +332,7 @@ int DaemonMain(int argc, char** argv) {
   metrics.SetHeldKeysSource([ks = store->get()] { return ks->size(); });
   metrics.SetKeyRefusalsSource([ks = store->get()] {
     const KeyStoreCounters c = ks->counters();
-    return Metrics::KeyRefusals{c.memlock_refusals, c.quota_refusals};
+    return Metrics::KeyRefusals{c.memlock_refusals, c.quota_refusals, c.unprepared};
   });
 
   // Engine.

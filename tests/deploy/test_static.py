@@ -18,7 +18,8 @@ K8S = os.path.join(DEPLOY, "k8s")
 
 # The metric contract (server/METRICS.md). Histograms also have _bucket, _sum and _count.
 COUNTERS = {"pqcd_requests_total", "pqcd_operations_total", "pqcd_jobs_total", "pqcd_jobs_inline_total",
-            "pqcd_worker_busy_seconds_total", "pqcd_held_keys_refused_total"}
+            "pqcd_worker_busy_seconds_total", "pqcd_held_keys_refused_total",
+            "pqcd_held_keys_unprepared_total"}
 HISTOGRAMS = {"pqcd_queue_wait_seconds", "pqcd_compute_seconds", "pqcd_request_duration_seconds", "pqcd_batch_size"}
 GAUGES = {"pqcd_queue_depth", "pqcd_queue_capacity", "pqcd_workers", "pqcd_inflight_requests", "pqcd_held_keys",
           "pqcd_selftest_passed", "pqcd_draining", "pqcd_build_info"}

@@ -170,6 +170,140 @@ TEST(KeysTest, ManageRotateDeleteImport) {
   EXPECT_NE(log.find("memory only"), std::string::npos);
 }
 
+// Held keys are used in their prepared form (issue 24): for every KEM and DSA, a key held by the
+// daemon decapsulates / signs (deterministically) exactly as the same key given in the request,
+// with nothing kept unprepared. A Batch that gives one private key many times prepares it once
+// for the run: the answers equal the unary ones, and a bad key inside the run (a changed H(ek))
+// fails alone, each time it appears.
+TEST(KeysTest, HeldKeysArePreparedAndRepeatedGivenKeysAnswerAsAlone) {
+  Daemon d;
+  std::string sock = d.dir() / "s.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--workers", "1"}));
+  auto crypto = Crypto::NewStub(UnixChannel(sock));
+  auto keys = Keys::NewStub(UnixChannel(sock));
+  const Algorithm kems[] = {ML_KEM_512,         ML_KEM_768,          ML_KEM_1024, X25519_MLKEM768,
+                            SECP256R1_MLKEM768, SECP384R1_MLKEM1024, XWING};
+  const Algorithm dsas[] = {ML_DSA_44, ML_DSA_65, ML_DSA_87};
+  auto keygen = [&](Algorithm alg) {
+    KeyGenRequest kg;
+    kg.set_algorithm(alg);
+    KeyGenResponse r;
+    EXPECT_TRUE(crypto->KeyGen(Ctx().get(), kg, &r).ok());
+    return r;
+  };
+  auto hold = [&](Algorithm alg, const std::string& id, const std::string& sk) {
+    ImportKeyRequest im;
+    im.set_algorithm(alg);
+    im.set_key_id(id);
+    im.set_private_key(sk);
+    KeyInfo info;
+    auto st = keys->Import(Ctx().get(), im, &info);
+    EXPECT_TRUE(st.ok()) << id << ": " << st.error_message();
+  };
+  for (Algorithm alg : kems) {
+    SCOPED_TRACE(Algorithm_Name(alg));
+    const KeyGenResponse kp = keygen(alg);
+    // Held once from the seed and once from the expanded key: both are prepared.
+    const std::string from_seed = "kem-seed-" + std::to_string(alg);
+    const std::string from_sk = "kem-sk-" + std::to_string(alg);
+    hold(alg, from_seed, kp.seed());
+    hold(alg, from_sk, kp.private_key());
+    EncapsRequest er;
+    er.set_algorithm(alg);
+    er.set_public_key(kp.public_key());
+    EncapsResponse e;
+    ASSERT_TRUE(crypto->Encaps(Ctx().get(), er, &e).ok());
+    for (const std::string& id : {from_seed, from_sk}) {
+      DecapsRequest dr;
+      dr.mutable_key_ref()->set_key_id(id);
+      dr.set_ciphertext(e.ciphertext());
+      DecapsResponse out;
+      auto st = crypto->Decaps(Ctx().get(), dr, &out);
+      ASSERT_TRUE(st.ok()) << id << ": " << st.error_message();
+      EXPECT_EQ(out.shared_secret(), e.shared_secret()) << id;
+    }
+    // A Batch: the expanded key given 4 times, a changed copy twice, the key twice more, its seed
+    // twice, and the held key once.
+    std::string bad = kp.private_key();
+    // H(ek) of the ML-KEM part (before z, its last 32 bytes); the NIST curves' scalar comes first.
+    constexpr size_t kDk768 = kernels::MlKem<3>::kDecapsKeyBytes;
+    constexpr size_t kDk1024 = kernels::MlKem<4>::kDecapsKeyBytes;
+    const size_t h_at = alg == SECP256R1_MLKEM768                ? 32 + kDk768 - 64
+                        : alg == SECP384R1_MLKEM1024             ? 48 + kDk1024 - 64
+                        : alg == XWING || alg == X25519_MLKEM768 ? kDk768 - 64
+                                                                 : bad.size() - 64;
+    bad[h_at] ^= 1;
+    std::vector<std::pair<std::string, bool>> plan;  // key bytes (or "" for the held key), ok
+    for (int i = 0; i < 4; ++i) plan.push_back({kp.private_key(), true});
+    plan.push_back({bad, false});
+    plan.push_back({bad, false});
+    plan.push_back({kp.private_key(), true});
+    plan.push_back({kp.private_key(), true});
+    plan.push_back({kp.seed(), true});
+    plan.push_back({kp.seed(), true});
+    plan.push_back({"", true});
+    BatchRequest br;
+    for (const auto& [key, ok] : plan) {
+      DecapsRequest* op = br.add_operations()->mutable_decaps();
+      if (key.empty()) {
+        op->mutable_key_ref()->set_key_id(from_seed);
+      } else {
+        op->set_algorithm(alg);
+        op->set_private_key(key);
+      }
+      op->set_ciphertext(e.ciphertext());
+    }
+    BatchResponse bo;
+    ASSERT_TRUE(crypto->Batch(Ctx().get(), br, &bo).ok());
+    ASSERT_EQ(bo.results_size(), static_cast<int>(plan.size()));
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const OperationResult& r = bo.results(static_cast<int>(i));
+      if (plan[i].second) {
+        EXPECT_EQ(r.code(), 0) << i << ": " << r.message();
+        EXPECT_EQ(r.decaps().shared_secret(), e.shared_secret()) << i;
+      } else {
+        EXPECT_EQ(r.code(), grpc::INVALID_ARGUMENT) << i << ": " << r.message();
+      }
+    }
+  }
+  for (Algorithm alg : dsas) {
+    SCOPED_TRACE(Algorithm_Name(alg));
+    const KeyGenResponse kp = keygen(alg);
+    const std::string id = "dsa-" + std::to_string(alg);
+    hold(alg, id, kp.seed());
+    SignRequest given;
+    given.set_algorithm(alg);
+    given.set_private_key(kp.private_key());
+    given.set_message("prepared");
+    given.set_deterministic(true);
+    SignResponse want;
+    ASSERT_TRUE(crypto->Sign(Ctx().get(), given, &want).ok());
+    SignRequest ref = given;
+    ref.clear_private_key();
+    ref.mutable_key_ref()->set_key_id(id);
+    SignResponse got;
+    ASSERT_TRUE(crypto->Sign(Ctx().get(), ref, &got).ok());
+    EXPECT_EQ(got.signature(), want.signature());
+    // A Batch with the seed given 3 times, the expanded key 3 times and the held key twice.
+    BatchRequest br;
+    for (int i = 0; i < 8; ++i) {
+      SignRequest* op = br.add_operations()->mutable_sign();
+      *op = i < 6 ? given : ref;
+      if (i < 3) op->set_private_key(kp.seed());
+    }
+    BatchResponse bo;
+    ASSERT_TRUE(crypto->Batch(Ctx().get(), br, &bo).ok());
+    for (int i = 0; i < bo.results_size(); ++i) {
+      EXPECT_EQ(bo.results(i).code(), 0) << i << ": " << bo.results(i).message();
+      EXPECT_EQ(bo.results(i).sign().signature(), want.signature()) << i;
+    }
+  }
+  const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys"), 2 * std::size(kems) + std::size(dsas)) << m;
+  EXPECT_EQ(MetricValue(m, "pqcd_held_keys_unprepared_total"), 0) << m;
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
+}
+
 TEST(KeysTest, PersistenceKill9WrongKekCorruptedRecord) {
   TempDir data;
   std::string kek = data / "kek", bad_kek = data / "bad-kek", dir = data / "store";

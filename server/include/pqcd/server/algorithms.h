@@ -53,6 +53,14 @@ absl::Status EncodeAnswerKeys(const AlgorithmDescriptor& d, pqc::v1::KeyFormat f
                               std::string* public_key, std::string* private_key,
                               kernels::Bytes seed);
 
+// The prepared form of a held private key of api_algorithm (the registry's prepare_private_key),
+// in locked memory (SecretBytes::locked() says whether the lock succeeded): the key store's
+// KeyStoreOptions::prepare_private_key. Empty for an algorithm without one. Made with the active
+// kernel backend; pqcd selects it before the key store opens and never changes it.
+absl::StatusOr<SecretBytes> PreparePrivateKey(int api_algorithm, const SecretBytes& private_key);
+absl::StatusOr<SecretBytes> PreparePrivateKey(const AlgorithmDescriptor& d,
+                                              kernels::Bytes private_key);
+
 // The digest length of a Hash/HashStream request: the fixed digest size (output_length 0 or equal
 // to it), or for an XOF the requested length (default: the registry's), at most max_output_bytes.
 absl::StatusOr<size_t> HashOutputLength(const AlgorithmDescriptor& d, uint64_t requested,

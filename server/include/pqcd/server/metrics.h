@@ -35,6 +35,7 @@ class Metrics {
   struct KeyRefusals {
     uint64_t memlock = 0;
     uint64_t quota = 0;
+    uint64_t unprepared = 0;  // versions held without their prepared form (not a refusal)
   };
   void SetKeyRefusalsSource(std::function<KeyRefusals()> source);
   // The key store's database link (pqcd_key_store_*), read at scrape time; only exported when
