@@ -49,6 +49,7 @@
 #include "pqcd/kernels/hash.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
+#include "pqcd/kernels/registry.h"
 #endif
 
 namespace {
@@ -110,6 +111,7 @@ absl::StatusOr<std::vector<MixEntry>> ParseMix(const std::string& spec) {
 // ---- Fixtures: keys, ciphertexts and signatures made once, before the run -----------------------
 struct Fixture {
   std::string public_key, private_key, ciphertext, shared_secret, message, signature;
+  std::string held_id;  // --private-key held: the key the daemon holds (key_ref)
 };
 
 // ---- Backends: the daemon through the client library, or the engine in-process ------------------
@@ -124,6 +126,11 @@ class Backend {
   }
   // Messages of the batching client's shared streams (style auto), when there are any.
   virtual std::optional<StreamStats> BatchingStats() const { return std::nullopt; }
+  // --private-key held: makes private_key (either form) a key the backend holds as key_id, and
+  // lets it go again after the run.
+  virtual absl::Status Hold(Algorithm algorithm, const std::string& key_id,
+                            const std::string& private_key) = 0;
+  virtual void Release(const std::string& key_id) = 0;
   virtual json Extra() { return json::object(); }
 
   absl::StatusOr<Result> RunSync(Operation op) {
@@ -152,6 +159,19 @@ class GrpcBackend final : public Backend {
   std::optional<StreamStats> BatchingStats() const override {
     if (!client_->options().batching.enabled) return std::nullopt;
     return client_->batching_stats();
+  }
+  absl::Status Hold(Algorithm algorithm, const std::string& key_id,
+                    const std::string& private_key) override {
+    ImportKeyOp op;
+    op.algorithm = algorithm;
+    op.key_id = key_id;
+    op.private_key = private_key;
+    return client_->ImportKey(op).status();
+  }
+  void Release(const std::string& key_id) override {
+    if (auto d = client_->DeleteKey(key_id); !d.ok()) {
+      std::cerr << "pqc-load: deleting the held key " << key_id << ": " << d.status() << '\n';
+    }
   }
   Client& client() { return *client_; }
 
@@ -237,6 +257,17 @@ class EngineBackend final : public Backend {
       });
     }
   }
+  // The daemon's way: the key in the form the kernels compute with, made once (the registry's
+  // prepare_private_key); requests then carry prepared = true.
+  absl::Status Hold(Algorithm algorithm, const std::string& key_id,
+                    const std::string& private_key) override {
+    const ker::AlgorithmDescriptor& d = ker::Describe(KernelFacts(algorithm).id);
+    std::string prepared(d.prepared_private_key_bytes, '\0');
+    if (absl::Status s = d.prepare_private_key(B(private_key), M(prepared)); !s.ok()) return s;
+    held_[key_id] = std::move(prepared);
+    return absl::OkStatus();
+  }
+  void Release(const std::string& key_id) override { held_.erase(key_id); }
   json Extra() override {
     const eng::EngineStats st = engine_->GetStats();
     uint64_t jobs = 0, batches = 0;
@@ -251,8 +282,17 @@ class EngineBackend final : public Backend {
  private:
   // The engine call of one operation: its payload is the kernels' batch item (HashItem for hashes)
   // over buffers in c.
-  static absl::Status Prepare(EngineCall& c) {
+  absl::Status Prepare(EngineCall& c) const {
     eng::Job& j = c.job;
+    // A held key's prepared bytes (Hold), or the key as given.
+    auto key_of = [this](const Key& k, bool* prepared) -> absl::StatusOr<ker::Bytes> {
+      *prepared = k.held();
+      if (!k.held()) return B(k.bytes);
+      auto it = held_.find(k.ref->key_id);
+      if (it == held_.end()) return absl::NotFoundError("no held key " + k.ref->key_id);
+      return B(it->second);
+    };
+    bool prepared = false;
     return std::visit(
         [&](auto& o) -> absl::Status {
           using T = std::decay_t<decltype(o)>;
@@ -275,12 +315,17 @@ class EngineBackend final : public Backend {
             c.b.resize(f.secret_bytes);
             j.Set<ker::KemEncapsItem>(f.id) = {B(o.key.bytes), {}, M(c.a), M(c.b), {}};
           } else if constexpr (std::is_same_v<T, DecapsOp>) {
+            auto dk = key_of(o.key, &prepared);
+            if (!dk.ok()) return dk.status();
             c.a.resize(f.secret_bytes);
-            j.Set<ker::KemDecapsItem>(f.id) = {B(o.key.bytes), B(o.ciphertext), M(c.a), {}};
+            j.Set<ker::KemDecapsItem>(f.id) = {*dk, B(o.ciphertext), M(c.a), {}, prepared};
           } else if constexpr (std::is_same_v<T, SignOp>) {
+            auto sk = key_of(o.key, &prepared);
+            if (!sk.ok()) return sk.status();
             c.a.resize(f.signature_bytes);
             auto& item = j.Set<ker::DsaSignItem>(f.id);
-            item.sk = B(o.key.bytes);
+            item.sk = *sk;
+            item.prepared = prepared;
             item.message = B(o.message);
             item.options.context = B(o.context);
             item.options.deterministic = o.deterministic;
@@ -324,12 +369,16 @@ class EngineBackend final : public Backend {
 
  public:
   std::unique_ptr<eng::Engine> engine_;
+
+ private:
+  std::map<std::string, std::string> held_;  // filled before the run, read-only during it
 };
 #endif  // PQCD_LOAD_WITH_ENGINE
 
+// private_key: the form decaps and sign requests carry (--private-key: expanded, seed or held).
 absl::StatusOr<std::vector<Fixture>> MakeFixtures(Backend& backend,
-                                                  const std::vector<MixEntry>& mix,
-                                                  size_t payload) {
+                                                  const std::vector<MixEntry>& mix, size_t payload,
+                                                  const std::string& private_key) {
   std::vector<Fixture> out;
   std::mt19937_64 rng(2024);
   auto random_bytes = [&](size_t n) {
@@ -351,7 +400,14 @@ absl::StatusOr<std::vector<Fixture>> MakeFixtures(Backend& backend,
         return absl::Status(kp.status().code(),
                             "fixture keygen: " + std::string(kp.status().message()));
       f.public_key = std::get<KeyPair>(*kp).public_key;
-      f.private_key = std::get<KeyPair>(*kp).private_key;
+      f.private_key = private_key == "expanded" ? std::get<KeyPair>(*kp).private_key : kg.seed;
+      if (private_key == "held" && (e.kind == Kind::kDecaps || e.kind == Kind::kSign)) {
+        f.held_id = "pqc-load-" + std::to_string(getpid()) + "-" + std::to_string(out.size());
+        if (absl::Status s = backend.Hold(e.algorithm, f.held_id, kg.seed); !s.ok()) {
+          return absl::Status(s.code(),
+                              "holding the key " + f.held_id + ": " + std::string(s.message()));
+        }
+      }
     }
     if (IsKem(e.algorithm)) {
       auto en = backend.RunSync(EncapsOp{e.algorithm, Key::Raw(f.public_key)});
@@ -383,11 +439,13 @@ Operation MakeOp(const MixEntry& e, const Fixture& f) {
     case Kind::kEncaps:
       return EncapsOp{e.algorithm, Key::Raw(f.public_key)};
     case Kind::kDecaps:
-      return DecapsOp{e.algorithm, Key::Raw(f.private_key), f.ciphertext};
+      return DecapsOp{e.algorithm,
+                      f.held_id.empty() ? Key::Raw(f.private_key) : Key::Held(f.held_id),
+                      f.ciphertext};
     case Kind::kSign: {
       SignOp s;
       s.algorithm = e.algorithm;
-      s.key = Key::Raw(f.private_key);
+      s.key = f.held_id.empty() ? Key::Raw(f.private_key) : Key::Held(f.held_id);
       s.message = f.message;
       return s;
     }
@@ -457,6 +515,7 @@ struct Config {
   std::string duration = "10s", warmup = "1s";
   uint64_t requests = 0;
   std::string style = "unary";
+  std::string private_key = "expanded";
   int batch_size = 8;
   int inflight = 16;
   int pack = 0;  // operations per Stream message (stream, auto); 0: the client's default
@@ -808,6 +867,7 @@ class Runner {
     const uint64_t reqs = stats_.requests.load(), ops = stats_.ops.load();
     json j{{"mode", mode},
            {"style", cfg_.style},
+           {"private_key", cfg_.private_key},
            {"loop", cfg_.rate > 0 ? "open" : "closed"},
            {"mix", mix},
            {"measured_seconds", secs},
@@ -1188,6 +1248,12 @@ int main(int argc, char** argv) {
                  "stream per channel)");
   app.add_option("--payload-bytes", cfg.payload, "message size for sign/verify/hash")
       ->capture_default_str();
+  app.add_option("--private-key", cfg.private_key,
+                 "what decaps and sign requests carry: expanded (the expanded key), seed (its "
+                 "seed), held (a key the daemon holds, by key_ref: imported before the run and "
+                 "deleted after it; in-process: the key prepared once, as the daemon holds it)")
+      ->check(CLI::IsMember({"expanded", "seed", "held"}))
+      ->capture_default_str();
   app.add_option("--timeout", cfg.timeout_s, "deadline of each call, seconds")
       ->capture_default_str();
   app.add_option("--max-outstanding", cfg.max_outstanding,
@@ -1270,13 +1336,18 @@ int main(int argc, char** argv) {
     mode = "grpc";
   }
 
-  auto fixtures = MakeFixtures(*backend, *mix, cfg.payload);
+  auto fixtures = MakeFixtures(*backend, *mix, cfg.payload, cfg.private_key);
   if (!fixtures.ok()) {
     std::cerr << "pqc-load: " << fixtures.status() << '\n';
     return 3;
   }
+  std::vector<std::string> held;
+  for (const Fixture& f : *fixtures) {
+    if (!f.held_id.empty()) held.push_back(f.held_id);
+  }
   Runner runner(cfg, *backend, meter, *mix, *std::move(fixtures));
   runner.Run(*duration, *warmup);
+  for (const std::string& id : held) backend->Release(id);
   const json report = runner.Report(mode);
   if (cfg.json) {
     std::cout << report.dump(2) << '\n';

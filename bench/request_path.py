@@ -10,6 +10,10 @@ Markdown table: ops/s, server CPU µs per operation (from /proc/PID/stat via pqc
 issue's targets name follow the table. With --latency, open-loop runs at half of each style's
 median closed-loop rate report p50/p99 latency.
 
+Decaps and sign run once per --private-keys form: `expanded` (the expanded key in every request)
+and `held` (a key the daemon holds, by key_ref; in-process: the key prepared once, as the daemon
+holds it); `seed` (the seed in every request) may be added.
+
     bench/request_path.py --build build --repeats 3 --duration 2 [--json out.json] [--latency]
 
 Nothing here asserts: it measures. Only loopback and Unix sockets are used, every run stops by
@@ -32,7 +36,7 @@ STYLES = [
     ("stream64", ["--style", "stream", "--pack", "64", "--inflight", "256", "-c", "2"]),
     ("auto32", ["--style", "auto", "-c", "32"]),
 ]
-OPS = ["ML-KEM-768:decaps=100", "ML-DSA-65:verify=100"]
+OPS = ["ML-KEM-768:decaps=100", "ML-DSA-65:verify=100", "ML-DSA-65:sign=100"]
 
 
 def wait_for(path, timeout=20.0, nonempty=True):
@@ -50,9 +54,10 @@ class Server:
         self.sock = os.path.join(tmp, kind + ".sock")
         port_file = os.path.join(tmp, kind + ".port")
         if kind == "pqcd":
+            # Held keys over TCP need --allow-insecure-tcp (loopback only, as everything here).
             cmd = [os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
                    "127.0.0.1:0", "--port-file", port_file, "--unix", self.sock,
-                   "--metrics-listen", "none", "--log-level", "warn"]
+                   "--metrics-listen", "none", "--log-level", "warn", "--allow-insecure-tcp"]
         else:
             cmd = [os.path.join(build, "bench/grpc_floor"), "--listen", "127.0.0.1:0",
                    "--unix", self.sock]
@@ -103,11 +108,23 @@ def main():
     ap.add_argument("--transports", default="unix,tcp")
     ap.add_argument("--ops", default=",".join(OPS), help="pqc-load --op values, ';'-separated")
     ap.add_argument("--styles", default=",".join(s for s, _ in STYLES))
+    ap.add_argument("--private-keys", default="expanded,held",
+                    help="forms of the private key for decaps and sign: expanded, seed, held")
     ap.add_argument("--latency", action="store_true", help="open-loop p99 at half the max rate")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
-    ops = a.ops.split(";") if ";" in a.ops else a.ops.split(",")
+    op_list = a.ops.split(";") if ";" in a.ops else a.ops.split(",")
+    # (op, private-key form): decaps and sign once per form, the others once.
+    ops = [(op, form) for op in op_list
+           for form in (a.private_keys.split(",") if (":decaps" in op or ":sign" in op) else ["-"])]
     styles = [(n, args) for n, args in STYLES if n in a.styles.split(",")]
+
+    def key_args(form):
+        return [] if form == "-" else ["--private-key", form]
+
+    def label(case):
+        op, form = case
+        return op.split("=")[0] + ("" if form == "-" else " (%s key)" % form)
     transports = a.transports.split(",")
 
     tmp = tempfile.mkdtemp(prefix="pqcd-rp-")
@@ -117,16 +134,21 @@ def main():
         for rep in range(a.repeats):
             for op in ops:
                 r = load(a.build, "%d,%d" % (a.load_cpu, a.server_cpu),
-                         ["--in-process", "--workers", "1", "--op", op], a.duration)
+                         ["--in-process", "--workers", "1", "--op", op[0]] + key_args(op[1]),
+                         a.duration)
                 runs.append({"rep": rep, "op": op, "server": "in-process", "transport": "-",
                              "style": "in-process", "r": r})
                 for transport in transports:
                     for name, sargs in styles:
                         for kind in ("pqcd", "floor"):
                             s = servers[kind]
+                            # The floor answers without crypto: its requests are the same
+                            # size (a held key's carry a key_ref, not the key).
                             r = load(a.build, a.load_cpu,
-                                     ["--targets", s.target(transport), "--op", op,
-                                      "--server-pid", str(s.proc.pid)] + sargs, a.duration)
+                                     ["--targets", s.target(transport), "--op", op[0],
+                                      "--server-pid", str(s.proc.pid)] + sargs +
+                                     (key_args(op[1]) if kind == "pqcd" or op[1] != "held"
+                                      else ["--private-key", "seed"]), a.duration)
                             runs.append({"rep": rep, "op": op, "server": kind,
                                          "transport": transport, "style": name, "r": r})
             print("repeat %d of %d done" % (rep + 1, a.repeats), file=sys.stderr)
@@ -151,8 +173,8 @@ def main():
                             i = oargs.index("-c")
                             del oargs[i:i + 2]
                         r = load(a.build, a.load_cpu,
-                                 ["--targets", servers["pqcd"].target(transport), "--op", op,
-                                  "--rate", "%d" % rate] + oargs, a.duration)
+                                 ["--targets", servers["pqcd"].target(transport), "--op", op[0],
+                                  "--rate", "%d" % rate] + oargs + key_args(op[1]), a.duration)
                         latency.append((op, transport, name, rate, r))
     finally:
         for s in servers.values():
@@ -165,15 +187,14 @@ def main():
         inproc = pick(op, "in-process", "-", "in-process")
         ip_cpu = med(inproc, "server_cpu_us_per_op")
         ip_ops = med(inproc, "ops_per_second")
-        print("| %s | - | in-process | %.0f | %.2f | | | 1.00 | | |" % (op.split("=")[0], ip_ops,
-                                                                      ip_cpu))
+        print("| %s | - | in-process | %.0f | %.2f | | | 1.00 | | |" % (label(op), ip_ops, ip_cpu))
         for transport in transports:
             for name, _ in styles:
                 p = pick(op, "pqcd", transport, name)
                 f = pick(op, "floor", transport, name)
                 pc, fc = med(p, "server_cpu_us_per_op"), med(f, "server_cpu_us_per_op")
                 print("| %s | %s | %s | %.0f (%.0f%%) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
-                    op.split("=")[0], transport, name, med(p, "ops_per_second"),
+                    label(op), transport, name, med(p, "ops_per_second"),
                     100 * med(p, "ops_per_second") / ip_ops, pc, fc, pc / (fc + ip_cpu),
                     pc / ip_cpu, med(p, "server_ctx_switches_per_request"),
                     med(p, "client_cpu_share")))
@@ -185,7 +206,7 @@ def main():
                 continue
             lat = r.get("latency_us", {})
             print("| %s | %s | %s | %.0f | %.0f | %.0f | %d |" % (
-                op.split("=")[0], transport, name, rate, lat.get("p50", float("nan")),
+                label(op), transport, name, rate, lat.get("p50", float("nan")),
                 lat.get("p99", float("nan")), r.get("error_total", 0)))
     if a.json:
         with open(a.json, "w") as f:
