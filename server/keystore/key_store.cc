@@ -328,7 +328,7 @@ struct KeyStore::Impl {
   size_t count = 0;                         // versions; guarded by mu
 
   std::atomic<uint64_t> memlock_refusals{0};
-  std::atomic<uint64_t> quota_refusals{0};
+  mutable std::atomic<uint64_t> quota_refusals{0};  // counted by const checks too
   std::atomic<uint64_t> unprepared{0};
   std::function<absl::StatusOr<SecretBytes>(int, const SecretBytes&)> prepare_private_key;
 
@@ -469,6 +469,27 @@ struct KeyStore::Impl {
       spdlog::warn("key store: cannot remove {}/{}: {}", keys_dir, name, Errno(errno));
     }
   }
+
+  // Whether e may take one more version (max_versions_per_key, version numbers left); a refusal
+  // by the limit is counted. mu held by the caller.
+  absl::Status RoomForVersion(const Entry& e) const {
+    if (e.high_water == std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("key '", e.key_id, "' has no versions left"));
+    }
+    if (max_versions_per_key != 0 && e.versions.size() >= max_versions_per_key) {
+      quota_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "key '", e.key_id, "' holds ", e.versions.size(), " versions (the limit, ",
+          max_versions_per_key, ", --max-versions-per-key); delete old versions first"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The record of owner/key_id, version 0 = newest (mu held shared or exclusively by the caller):
+  // NOT_FOUND, or UNAVAILABLE while a postgres store is past its staleness limit.
+  absl::StatusOr<const KeyRecord*> FindForUse(const std::string& owner, const std::string& key_id,
+                                              uint32_t version) const;
 
   // The prepared form of kr's private key (prepare_private_key), kept only when it is locked.
   absl::Status Prepare(KeyRecord& kr) {
@@ -1440,15 +1461,7 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
     auto it = impl.keys.find({owner, key_id});
     if (it == impl.keys.end()) return NotFound(key_id);
     const Impl::Entry& e = it->second;
-    if (e.high_water == std::numeric_limits<uint32_t>::max()) {
-      return absl::ResourceExhaustedError(absl::StrCat("key '", key_id, "' has no versions left"));
-    }
-    if (impl.max_versions_per_key != 0 && e.versions.size() >= impl.max_versions_per_key) {
-      impl.quota_refusals.fetch_add(1, std::memory_order_relaxed);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "key '", key_id, "' holds ", e.versions.size(), " versions (the limit, ",
-          impl.max_versions_per_key, ", --max-versions-per-key); delete old versions first"));
-    }
+    if (auto st = impl.RoomForVersion(e); !st.ok()) return st;
     rec.key_id = key_id;
     rec.version = e.high_water + 1;
     rec.algorithm = e.algorithm;
@@ -1490,23 +1503,49 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   return rec;
 }
 
-absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& owner, const std::string& key_id,
-                                        uint32_t version) const {
+absl::StatusOr<const KeyRecord*> KeyStore::Impl::FindForUse(const std::string& owner,
+                                                            const std::string& key_id,
+                                                            uint32_t version) const {
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
-  if (impl_->Stale()) {
-    return absl::UnavailableError(
-        absl::StrCat("the key store has not reached its database for more than ",
-                     impl_->max_staleness_ms / 1000.0,
-                     " s (--key-store-max-staleness): held keys are not used until it has"));
+  if (Stale()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the key store has not reached its database for more than ", max_staleness_ms / 1000.0,
+        " s (--key-store-max-staleness): held keys are not used until it has"));
   }
+  auto it = keys.find({owner, key_id});
+  if (it == keys.end()) return NotFound(key_id);
+  const auto& versions = it->second.versions;
+  auto v = version == 0 ? std::prev(versions.end()) : versions.find(version);
+  if (v == versions.end()) return NotFound(key_id, version);
+  return &v->second;
+}
+
+absl::Status KeyStore::CheckRoomForVersion(const std::string& owner,
+                                           const std::string& key_id) const {
+  if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   std::shared_lock lock(impl_->mu);
   auto it = impl_->keys.find({owner, key_id});
   if (it == impl_->keys.end()) return NotFound(key_id);
-  const auto& versions = it->second.versions;
-  if (version == 0) return versions.rbegin()->second;
-  auto v = versions.find(version);
-  if (v == versions.end()) return NotFound(key_id, version);
-  return v->second;
+  return impl_->RoomForVersion(it->second);
+}
+
+absl::StatusOr<KeyRecord> KeyStore::Get(const std::string& owner, const std::string& key_id,
+                                        uint32_t version) const {
+  std::shared_lock lock(impl_->mu);
+  auto rec = impl_->FindForUse(owner, key_id, version);
+  if (!rec.ok()) return rec.status();
+  return **rec;
+}
+
+absl::StatusOr<HeldKeyUse> KeyStore::Use(const std::string& owner, const std::string& key_id,
+                                         uint32_t version, bool want_public_key) const {
+  std::shared_lock lock(impl_->mu);
+  auto found = impl_->FindForUse(owner, key_id, version);
+  if (!found.ok()) return found.status();
+  const KeyRecord& rec = **found;
+  HeldKeyUse use{rec.version, rec.algorithm, rec.private_key, rec.prepared, {}};
+  if (want_public_key) use.public_key = rec.public_key;
+  return use;
 }
 
 std::vector<uint32_t> KeyStore::Versions(const std::string& owner,

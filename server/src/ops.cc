@@ -42,9 +42,10 @@ absl::Status CheckFieldSize(ServiceContext* ctx, const std::string& field, const
 }
 
 // Resolves a held key for `caller`; checks its algorithm against the request's.
-absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
-                                     const pqc::v1::KeyRef& ref, int* algorithm, Family family,
-                                     const char* rpc) {
+// want_public_key: Encaps and Verify (the private key is enough for Decaps and Sign).
+absl::StatusOr<HeldKeyUse> ResolveKey(ServiceContext* ctx, const Caller& caller,
+                                      const pqc::v1::KeyRef& ref, int* algorithm, Family family,
+                                      const char* rpc, bool want_public_key) {
   if (!caller.may_hold_keys) {
     return absl::PermissionDeniedError(
         "key_ref: held keys need an authenticated identity (mTLS client certificate or the Unix "
@@ -61,7 +62,7 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
                        "pqcd runs with --allow-admin-key-use"
                      : "key_ref.owner: only the owner may use a held key");
   }
-  auto rec = ctx->keys->Get(owner, ref.key_id(), ref.version());
+  auto rec = ctx->keys->Use(owner, ref.key_id(), ref.version(), want_public_key);
   if (!rec.ok()) {
     if (rec.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(ref.version() == 0 ? StrCat("key_ref: no key '", ref.key_id(), "'")
@@ -83,7 +84,7 @@ absl::StatusOr<KeyRecord> ResolveKey(ServiceContext* ctx, const Caller& caller,
                                        rpc));
   }
   if ((foreign || ctx->identity_policy.audit_key_use) && ctx->key_use != nullptr) {
-    ctx->key_use->Record(caller.identity, owner, rec->key_id, rec->version, rpc);
+    ctx->key_use->Record(caller.identity, owner, ref.key_id(), rec->version, rpc);
   }
   return rec;
 }
@@ -323,7 +324,7 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
                                      uint32_t* version = nullptr, GivenKeys* given = nullptr) {
   int algorithm = req.algorithm();
   if (req.has_key_ref()) {
-    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, family, rpc);
+    auto rec = ResolveKey(ctx, caller, req.key_ref(), &algorithm, family, rpc, !kPrivate);
     if (!rec.ok()) return rec.status();
     if (version != nullptr) *version = rec->version;
     if constexpr (kPrivate) {

@@ -287,6 +287,29 @@ TEST(KeyStoreMemoryTest, KeyIdValidation) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Use (the per-operation lookup) shares the record's key buffers and copies the public key only
+// when asked; version 0 is the newest; errors are Get's.
+TEST(KeyStoreMemoryTest, UseSharesTheKeyBuffersAndCopiesOnlyWhatIsAsked) {
+  auto ks = std::move(*KeyStore::Open(KeyStoreOptions{}));
+  const auto sk1 = RandomBytes(64, 13), sk2 = RandomBytes(64, 14);
+  ASSERT_TRUE(ks->Create("o", "k", kAlgMlKem768, {1, 2}, Secret(sk1), {{"a", "b"}}).ok());
+  ASSERT_TRUE(ks->AddVersion("o", "k", {3, 4}, Secret(sk2)).ok());
+  auto newest = ks->Use("o", "k", 0, /*want_public_key=*/false);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(newest->version, 2u);
+  EXPECT_EQ(newest->algorithm, kAlgMlKem768);
+  EXPECT_TRUE(newest->public_key.empty());
+  EXPECT_EQ(newest->private_key, ks->Get("o", "k", 2)->private_key);  // the same buffer
+  EXPECT_EQ(newest->prepared, nullptr);                               // no preparer
+  auto v1 = ks->Use("o", "k", 1, /*want_public_key=*/true);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(v1->public_key, (std::vector<uint8_t>{1, 2}));
+  EXPECT_EQ(ToVec(*v1->private_key), sk1);
+  EXPECT_EQ(ks->Use("o", "k", 3, false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks->Use("p", "k", 0, false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ks->Use("o", "..", 0, false).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(KeyStoreMemoryTest, InFlightKeySurvivesDeleteAndIsWipedWhenReleased) {
   ReleaseHookScope hook;
   auto ks = std::move(*KeyStore::Open(KeyStoreOptions{}));

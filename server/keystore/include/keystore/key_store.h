@@ -52,6 +52,16 @@ struct KeyRecord {
   std::shared_ptr<const SecretBytes> prepared;
 };
 
+// What an operation needs of a held key version (KeyStore::Use): no labels, names or copies of the
+// private key.
+struct HeldKeyUse {
+  uint32_t version = 0;
+  int algorithm = 0;
+  std::shared_ptr<const SecretBytes> private_key;
+  std::shared_ptr<const SecretBytes> prepared;  // null: none (use private_key)
+  std::vector<uint8_t> public_key;              // only when asked for
+};
+
 struct KeyStoreOptions {
   std::string data_dir;  // empty: memory only (unless postgres_dsn)
   std::string kek_file;  // 32 raw bytes or 64 hex characters; required with data_dir or postgres
@@ -164,9 +174,16 @@ class KeyStore {
   // not locked in memory.
   absl::StatusOr<KeyRecord> AddVersion(const std::string& owner, const std::string& key_id,
                                        std::vector<uint8_t> public_key, SecretBytes private_key);
+  // AddVersion's refusals that do not depend on the new key (NOT_FOUND, RESOURCE_EXHAUSTED at
+  // max_versions_per_key, counted as AddVersion counts them), checked before generating one.
+  absl::Status CheckRoomForVersion(const std::string& owner, const std::string& key_id) const;
   // version 0 = newest. NOT_FOUND; UNAVAILABLE when a postgres store is past its staleness limit.
   absl::StatusOr<KeyRecord> Get(const std::string& owner, const std::string& key_id,
                                 uint32_t version) const;
+  // Get for an operation, per use: the version, algorithm and key buffers (shared, not copied),
+  // and the public key only when want_public_key. Same errors as Get.
+  absl::StatusOr<HeldKeyUse> Use(const std::string& owner, const std::string& key_id,
+                                 uint32_t version, bool want_public_key) const;
   // All versions of owner's key_id, oldest first; empty when missing.
   std::vector<uint32_t> Versions(const std::string& owner, const std::string& key_id) const;
 
