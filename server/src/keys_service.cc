@@ -246,6 +246,12 @@ grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* conte
           const AlgorithmDescriptor* info = LookupAlgorithm(cur->algorithm);
           if (info == nullptr) return absl::InternalError("held key has an unknown algorithm");
           scope->set_algorithm(Name(*info));
+          // No key generation for a key that cannot take another version (AddVersion checks
+          // again: a concurrent Rotate may take the room meanwhile).
+          if (absl::Status s = ctx->keys->CheckRoomForVersion(cur->owner, request->key_id());
+              !s.ok()) {
+            return s;
+          }
           // A new key pair from fresh randomness, through the engine like every key generation;
           // only its seed is stored.
           const kernels::AlgorithmFacts& f = *info->facts;

@@ -745,10 +745,15 @@ TEST(KeysTest, ListPagesQuotaAndImportLabels) {
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(rotated.version(), v);
   }
+  // The refused Rotate generates no key pair: it is refused before key generation.
+  const char* kKeyGens = "pqcd_operations_total{algorithm=\"ML-KEM-512\",operation=\"keygen\"}";
+  const double keygens = MetricValue(HttpGet(d.metrics_port(), "/metrics"), kKeyGens);
+  EXPECT_GE(keygens, 7);  // 6 KeyGens (the refused sixth key included) and 2 Rotates
   s = keys->Rotate(Ctx().get(), rot, &rotated);
   EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_NE(s.error_message().find("--max-versions-per-key"), std::string::npos)
       << s.error_message();
+  EXPECT_EQ(MetricValue(HttpGet(d.metrics_port(), "/metrics"), kKeyGens), keygens);
   DeleteKeyRequest del_v1;
   del_v1.set_key_id("k0");
   del_v1.set_version(1);
