@@ -49,13 +49,13 @@ def wait_for(path, timeout=20.0, nonempty=True):
 
 
 class Server:
-    def __init__(self, kind, build, cpu, tmp):
+    def __init__(self, kind, build, cpu, tmp, pqcd=None):
         self.kind = kind
         self.sock = os.path.join(tmp, kind + ".sock")
         port_file = os.path.join(tmp, kind + ".port")
         if kind == "pqcd":
             # Held keys over TCP need --allow-insecure-tcp (loopback only, as everything here).
-            cmd = [os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
+            cmd = [pqcd or os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
                    "127.0.0.1:0", "--port-file", port_file, "--unix", self.sock,
                    "--metrics-listen", "none", "--log-level", "warn", "--allow-insecure-tcp"]
         else:
@@ -101,6 +101,8 @@ def med(rows, key):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build", help="CMake build directory")
+    ap.add_argument("--pqcd", help="the pqcd binary (default: BUILD/server/pqcd), e.g. an older "
+                    "build to compare with")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
     ap.add_argument("--server-cpu", type=int, default=1)
@@ -128,7 +130,7 @@ def main():
     transports = a.transports.split(",")
 
     tmp = tempfile.mkdtemp(prefix="pqcd-rp-")
-    servers = {k: Server(k, a.build, a.server_cpu, tmp) for k in ("pqcd", "floor")}
+    servers = {k: Server(k, a.build, a.server_cpu, tmp, a.pqcd) for k in ("pqcd", "floor")}
     runs = []
     try:
         for rep in range(a.repeats):
