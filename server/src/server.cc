@@ -341,10 +341,6 @@ int DaemonMain(int argc, char** argv) {
   eo.queue_capacity = config.queue_capacity;
   eo.max_batch = config.max_batch;
   eo.run_inline_when_idle = config.inline_crypto;
-  // Single jobs too (unary calls, single-form Stream messages): while a worker is parked, its core
-  // is idle, and the hand-off to it costs more than the grouping it would allow (bench/RESULTS.md,
-  // "Unary calls inline").
-  eo.inline_min_burst = 1;
   eo.pqc_executor = engine::PqcKernelExecutor();
   auto engine = engine::Engine::Create(eo);
   if (!engine.ok()) {
