@@ -15,6 +15,10 @@ and `held` (a key the daemon holds, by key_ref; in-process: the key prepared onc
 holds it); `seed` (the seed in every request) may be added.
 
     bench/request_path.py --build build --repeats 3 --duration 2 [--json out.json] [--latency]
+        [--before OLD_BUILD/server/pqcd]
+
+--before runs an older pqcd build beside the current one, interleaved with it and the floor, and
+adds its CPU per operation and the ratio of the two to the table.
 
 Nothing here asserts: it measures. Only loopback and Unix sockets are used, every run stops by
 itself.
@@ -53,7 +57,7 @@ class Server:
         self.kind = kind
         self.sock = os.path.join(tmp, kind + ".sock")
         port_file = os.path.join(tmp, kind + ".port")
-        if kind == "pqcd":
+        if kind != "floor":  # pqcd, or --before (another pqcd build)
             # Held keys over TCP need --allow-insecure-tcp (loopback only, as everything here).
             cmd = [pqcd or os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
                    "127.0.0.1:0", "--port-file", port_file, "--unix", self.sock,
@@ -64,7 +68,7 @@ class Server:
         self.log = open(os.path.join(tmp, kind + ".log"), "w")
         self.proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=subprocess.PIPE
                                      if kind == "floor" else self.log, stderr=self.log, text=True)
-        if kind == "pqcd":
+        if kind != "floor":
             if not wait_for(port_file):
                 sys.exit("pqcd did not start; see " + self.log.name)
             with open(port_file) as f:
@@ -101,8 +105,9 @@ def med(rows, key):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build", help="CMake build directory")
-    ap.add_argument("--pqcd", help="the pqcd binary (default: BUILD/server/pqcd), e.g. an older "
-                    "build to compare with")
+    ap.add_argument("--pqcd", help="the pqcd binary (default: BUILD/server/pqcd)")
+    ap.add_argument("--before", help="another pqcd binary (an older build) run beside it, "
+                    "interleaved, with the same settings: its CPU per operation gets a column")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
     ap.add_argument("--server-cpu", type=int, default=1)
@@ -130,7 +135,9 @@ def main():
     transports = a.transports.split(",")
 
     tmp = tempfile.mkdtemp(prefix="pqcd-rp-")
-    servers = {k: Server(k, a.build, a.server_cpu, tmp, a.pqcd) for k in ("pqcd", "floor")}
+    kinds = ("pqcd", "before", "floor") if a.before else ("pqcd", "floor")
+    servers = {k: Server(k, a.build, a.server_cpu, tmp, a.before if k == "before" else a.pqcd)
+               for k in kinds}
     runs = []
     try:
         for rep in range(a.repeats):
@@ -142,14 +149,14 @@ def main():
                              "style": "in-process", "r": r})
                 for transport in transports:
                     for name, sargs in styles:
-                        for kind in ("pqcd", "floor"):
+                        for kind in kinds:
                             s = servers[kind]
                             # The floor answers without crypto: its requests are the same
                             # size (a held key's carry a key_ref, not the key).
                             r = load(a.build, a.load_cpu,
                                      ["--targets", s.target(transport), "--op", op[0],
                                       "--server-pid", str(s.proc.pid)] + sargs +
-                                     (key_args(op[1]) if kind == "pqcd" or op[1] != "held"
+                                     (key_args(op[1]) if kind != "floor" or op[1] != "held"
                                       else ["--private-key", "seed"]), a.duration)
                             runs.append({"rep": rep, "op": op, "server": kind,
                                          "transport": transport, "style": name, "r": r})
@@ -182,24 +189,30 @@ def main():
         for s in servers.values():
             s.stop()
 
+    bcol = " before CPU µs/op | pqcd / before |" if a.before else ""
     print("| op | transport | style | pqcd ops/s | pqcd CPU µs/op | floor CPU µs/op | "
-          "pqcd / (floor + in-process) | pqcd / in-process | ctx sw/req | load CPU share |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "pqcd / (floor + in-process) | pqcd / in-process | ctx sw/req | load CPU share |" + bcol)
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if a.before else ""))
     for op in ops:
         inproc = pick(op, "in-process", "-", "in-process")
         ip_cpu = med(inproc, "server_cpu_us_per_op")
         ip_ops = med(inproc, "ops_per_second")
-        print("| %s | - | in-process | %.0f | %.2f | | | 1.00 | | |" % (label(op), ip_ops, ip_cpu))
+        print("| %s | - | in-process | %.0f | %.2f | | | 1.00 | | |" % (label(op), ip_ops, ip_cpu) +
+              (" | |" if a.before else ""))
         for transport in transports:
             for name, _ in styles:
                 p = pick(op, "pqcd", transport, name)
                 f = pick(op, "floor", transport, name)
                 pc, fc = med(p, "server_cpu_us_per_op"), med(f, "server_cpu_us_per_op")
+                extra = ""
+                if a.before:
+                    bc = med(pick(op, "before", transport, name), "server_cpu_us_per_op")
+                    extra = " %.2f | %.2f |" % (bc, pc / bc)
                 print("| %s | %s | %s | %.0f (%.0f%%) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
                     label(op), transport, name, med(p, "ops_per_second"),
                     100 * med(p, "ops_per_second") / ip_ops, pc, fc, pc / (fc + ip_cpu),
                     pc / ip_cpu, med(p, "server_ctx_switches_per_request"),
-                    med(p, "client_cpu_share")))
+                    med(p, "client_cpu_share")) + extra)
     if latency:
         print("\n| op | transport | style | open-loop rate | p50 µs | p99 µs | errors |")
         print("|---|---|---|---:|---:|---:|---:|")
