@@ -97,6 +97,15 @@ void OpState::Complete(absl::Status status) {
     // Stored on the bounded key-management queue (--key-queue); refused when it is full.
     const bool queued = ctx->key_tasks->TryPost([this] {
       Store& s = *store;
+      // A caller that has given up (deadline passed, call cancelled) would be told the call
+      // failed: nothing is stored for it (the key-management queue can be slow to reach this).
+      if (job.cancelled() || engine::Job::Clock::now() >= job.deadline) {
+        auto d = std::move(done);
+        d(absl::DeadlineExceededError(
+            "the call's deadline passed (or it was cancelled) before the key could be stored; "
+            "nothing was stored"));
+        return;
+      }
       auto rec = ctx->keys->Create(
           s.owner, s.key_id, s.algorithm,
           std::vector<uint8_t>(s.response->public_key().begin(), s.response->public_key().end()),
