@@ -1,9 +1,9 @@
 // grpc_floor: a pqc.v1.Crypto server that does no crypto (issue 11, item 1): the floor of server
 // CPU per request that gRPC 1.51 and protobuf impose, against which pqcd's own cost is compared.
 //
-// Every answer is fixed bytes of the right size: Hash a digest of the algorithm's length (SHAKE:
-// output_length), Encaps and Decaps the same 32-byte shared secret (so that pqc-load's decaps
-// check passes), Verify valid=true, KeyGen and Sign keys and signatures of the FIPS 203/204 sizes;
+// Every answer is fixed bytes of the right size (the registry's, hybrids included): Hash a digest
+// of the algorithm's length (SHAKE: output_length), Encaps and Decaps the same shared secret (so
+// that pqc-load's decaps check passes), Verify valid=true, KeyGen and Sign keys and signatures;
 // HashStream is UNIMPLEMENTED. Nothing is validated beyond picking the kind of answer. Stream
 // answers a single-form request with one single-form response and a packed request with one
 // packed response carrying all its items; one write is outstanding at a time, later answers
@@ -43,6 +43,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "pqc/v1/crypto.grpc.pb.h"
+#include "pqcd/kernels/algorithms.h"
 
 namespace pqcd::bench {
 namespace {
@@ -59,51 +60,43 @@ constexpr uint32_t kMaxDigest = 1 << 20;
 constexpr char kFill = '\x5a';
 
 // ---- Fixed answers ------------------------------------------------------------------------------
-struct Sizes {
-  v1::Algorithm algorithm;
-  uint32_t pk, sk, seed, ct, sig;
-};
-constexpr Sizes kSizes[] = {
-    {v1::ML_KEM_512, 800, 1632, 64, 768, 0},    {v1::ML_KEM_768, 1184, 2400, 64, 1088, 0},
-    {v1::ML_KEM_1024, 1568, 3168, 64, 1568, 0}, {v1::ML_DSA_44, 1312, 2560, 32, 0, 2420},
-    {v1::ML_DSA_65, 1952, 4032, 32, 0, 3309},   {v1::ML_DSA_87, 2592, 4896, 32, 0, 4627},
-};
-
-// Not a KEM or DSA: empty answers, which is all the floor owes.
-Sizes SizesOf(v1::Algorithm a) {
-  for (const Sizes& z : kSizes)
-    if (z.algorithm == a) return z;
-  return {a, 0, 0, 0, 0, 0};
+// Sizes are the algorithm registry's (kernels/include/pqcd/kernels/algorithms.h, header only):
+// every algorithm pqcd serves, the hybrids included. An unknown number: empty answers, which is
+// all the floor owes.
+const pqcd::kernels::AlgorithmFacts& SizesOf(v1::Algorithm a) {
+  static constexpr pqcd::kernels::AlgorithmFacts kNone{};
+  const pqcd::kernels::AlgorithmFacts* f = pqcd::kernels::FindByApiValue(a);
+  return f != nullptr ? *f : kNone;
 }
 
 uint32_t DigestSize(const v1::HashRequest& r) {
-  const v1::Algorithm a = r.algorithm();
-  if (a == v1::SHAKE128 || a == v1::SHAKE256) {
-    if (r.output_length() != 0) return std::min(r.output_length(), kMaxDigest);
-    return a == v1::SHAKE128 ? 32 : 64;
-  }
-  if (a == v1::SHA3_224 || a == v1::SHA224 || a == v1::SHA512_224) return 28;
-  if (a == v1::SHA3_384 || a == v1::SHA384) return 48;
-  if (a == v1::SHA3_512 || a == v1::SHA512) return 64;
-  return 32;
+  const pqcd::kernels::AlgorithmFacts& f = SizesOf(r.algorithm());
+  if (f.xof && r.output_length() != 0) return std::min(r.output_length(), kMaxDigest);
+  return static_cast<uint32_t>(f.digest_bytes);
 }
 
 void Answer(const v1::KeyGenRequest& rq, v1::KeyGenResponse* rs) {
-  const Sizes z = SizesOf(rq.algorithm());
+  const pqcd::kernels::AlgorithmFacts& z = SizesOf(rq.algorithm());
   rs->set_algorithm(rq.algorithm());
-  rs->mutable_public_key()->assign(z.pk, kFill);
-  rs->mutable_private_key()->assign(z.sk, kFill);
-  rs->mutable_seed()->assign(z.seed, kFill);
+  rs->mutable_public_key()->assign(z.public_key_bytes, kFill);
+  rs->mutable_private_key()->assign(z.private_key_bytes, kFill);
+  rs->mutable_seed()->assign(z.seed_bytes, kFill);
+}
+// Encaps and Decaps answer the same shared secret, so that pqc-load's decaps check passes. A
+// held key's Decaps names no algorithm: 32 bytes, ML-KEM's size.
+size_t SecretSize(v1::Algorithm a) {
+  const size_t n = SizesOf(a).secret_bytes;
+  return n != 0 ? n : 32;
 }
 void Answer(const v1::EncapsRequest& rq, v1::EncapsResponse* rs) {
-  rs->mutable_ciphertext()->assign(SizesOf(rq.algorithm()).ct, kFill);
-  rs->mutable_shared_secret()->assign(32, kFill);
+  rs->mutable_ciphertext()->assign(SizesOf(rq.algorithm()).ciphertext_bytes, kFill);
+  rs->mutable_shared_secret()->assign(SecretSize(rq.algorithm()), kFill);
 }
-void Answer(const v1::DecapsRequest&, v1::DecapsResponse* rs) {
-  rs->mutable_shared_secret()->assign(32, kFill);
+void Answer(const v1::DecapsRequest& rq, v1::DecapsResponse* rs) {
+  rs->mutable_shared_secret()->assign(SecretSize(rq.algorithm()), kFill);
 }
 void Answer(const v1::SignRequest& rq, v1::SignResponse* rs) {
-  rs->mutable_signature()->assign(SizesOf(rq.algorithm()).sig, kFill);
+  rs->mutable_signature()->assign(SizesOf(rq.algorithm()).signature_bytes, kFill);
 }
 void Answer(const v1::VerifyRequest&, v1::VerifyResponse* rs) {
   rs->set_valid(true);
