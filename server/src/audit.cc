@@ -29,8 +29,10 @@ std::string AuditValue(std::string_view value, size_t max_bytes) {
 }
 
 KeyUseAuditor::KeyUseAuditor(Sink sink, std::chrono::steady_clock::duration window,
-                             size_t max_tuples, Clock clock, bool background_flush)
+                             size_t max_tuples, Clock clock, bool background_flush,
+                             std::string action)
     : sink_(std::move(sink)),
+      action_(std::move(action)),
       window_(window),
       max_tuples_(max_tuples),
       clock_(clock ? std::move(clock) : Clock([] { return std::chrono::steady_clock::now(); })) {
@@ -66,13 +68,13 @@ void KeyUseAuditor::FlushLocked(std::chrono::steady_clock::time_point now) {
     std::string versions = count.min_version == count.max_version
                                ? absl::StrCat(count.min_version)
                                : absl::StrCat(count.min_version, "-", count.max_version);
-    sink_(absl::StrCat("who=", AuditValue(user), " action=use_repeated op=", AuditValue(op),
-                       " key_id=", AuditValue(key_id), " versions=", versions,
-                       " owner=", AuditValue(owner), " further_uses=", count.repeats,
-                       " window_s=", absl::StrFormat("%.1f", seconds)));
+    sink_(absl::StrCat("who=", AuditValue(user), " action=", action_,
+                       "_repeated op=", AuditValue(op), " key_id=", AuditValue(key_id),
+                       " versions=", versions, " owner=", AuditValue(owner), " further_", action_,
+                       "s=", count.repeats, " window_s=", absl::StrFormat("%.1f", seconds)));
   }
   if (not_itemised_ > 0) {
-    sink_(absl::StrCat("action=use_not_itemised further_uses=", not_itemised_,
+    sink_(absl::StrCat("action=", action_, "_not_itemised further_", action_, "s=", not_itemised_,
                        " window_s=", absl::StrFormat("%.1f", seconds), " reason=\"more than ",
                        max_tuples_, " distinct (who, owner, key_id, op) in the window\""));
   }
@@ -82,7 +84,8 @@ void KeyUseAuditor::FlushLocked(std::chrono::steady_clock::time_point now) {
 }
 
 void KeyUseAuditor::Record(const std::string& user, const std::string& owner,
-                           const std::string& key_id, uint32_t version, std::string_view op) {
+                           const std::string& key_id, uint32_t version, std::string_view op,
+                           std::string_view first_line) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = clock_();
   if (open_ && now - window_start_ >= window_) FlushLocked(now);
@@ -103,8 +106,13 @@ void KeyUseAuditor::Record(const std::string& user, const std::string& owner,
     return;
   }
   tuples_.emplace(std::move(key), Count{0, version, version});
-  sink_(absl::StrCat("who=", AuditValue(user), " action=use op=", AuditValue(op), " key_id=",
-                     AuditValue(key_id), " version=", version, " owner=", AuditValue(owner)));
+  if (!first_line.empty()) {
+    sink_(std::string(first_line));
+    return;
+  }
+  sink_(absl::StrCat("who=", AuditValue(user), " action=", action_, " op=", AuditValue(op),
+                     " key_id=", AuditValue(key_id), " version=", version,
+                     " owner=", AuditValue(owner)));
 }
 
 void KeyUseAuditor::MaybeFlush() {

@@ -30,6 +30,9 @@ std::string AuditValue(std::string_view value, size_t max_bytes = kAuditValueMax
 // A window ends at the first Record or Flush after it has lasted `window`, and at destruction.
 // With `background_flush`, a thread also ends windows on time when no calls come; tests leave it
 // off and drive time through `clock`.
+//
+// `action` names the lines: "use" (held-key uses: action=use, use_repeated, further_uses=N) or,
+// for instance, "refusal" (refused key-management actions: refusal_repeated, further_refusals=N).
 class KeyUseAuditor {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
@@ -37,13 +40,15 @@ class KeyUseAuditor {
 
   explicit KeyUseAuditor(Sink sink,
                          std::chrono::steady_clock::duration window = std::chrono::seconds(10),
-                         size_t max_tuples = 1024, Clock clock = {}, bool background_flush = false);
+                         size_t max_tuples = 1024, Clock clock = {}, bool background_flush = false,
+                         std::string action = "use");
   ~KeyUseAuditor();
   KeyUseAuditor(const KeyUseAuditor&) = delete;
   KeyUseAuditor& operator=(const KeyUseAuditor&) = delete;
 
+  // first_line: what the tuple's first occurrence in a window writes (empty: the action=use line).
   void Record(const std::string& user, const std::string& owner, const std::string& key_id,
-              uint32_t version, std::string_view op);
+              uint32_t version, std::string_view op, std::string_view first_line = {});
   // Ends the window if it has lasted `window` (writes its summaries).
   void MaybeFlush();
   // Ends the window now.
@@ -59,6 +64,7 @@ class KeyUseAuditor {
   void FlushLocked(std::chrono::steady_clock::time_point now);
 
   Sink sink_;
+  const std::string action_;
   const std::chrono::steady_clock::duration window_;
   const size_t max_tuples_;
   Clock clock_;

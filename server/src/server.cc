@@ -52,15 +52,22 @@ void ServiceContext::Audit(const std::string& who, const std::string& action,
   if (!audit) return;
   // Caller-supplied values are quoted, escaped and truncated (AuditValue): none can forge fields
   // or lines.
-  audit->info("who={} action={} owner={} key_id={} version={} algorithm={} result={}{}",
-              AuditValue(who), action, AuditValue(owner.empty() ? who : owner), AuditValue(key_id),
-              version, algorithm.empty() ? "-" : algorithm,
-              StatusCodeName(static_cast<grpc::StatusCode>(result.code())),
-              result.ok()
-                  ? ""
+  const std::string& whose = owner.empty() ? who : owner;
+  const std::string code = StatusCodeName(static_cast<grpc::StatusCode>(result.code()));
+  std::string line = fmt::format(
+      "who={} action={} owner={} key_id={} version={} algorithm={} result={}{}", AuditValue(who),
+      action, AuditValue(whose), AuditValue(key_id), version, algorithm.empty() ? "-" : algorithm,
+      code,
+      result.ok() ? ""
                   : absl::StrCat(" reason=", AuditValue(std::string_view(result.message().data(),
                                                                          result.message().size()),
                                                         512)));
+  if (!result.ok() && refusals != nullptr) {
+    // A flood of refusals (Deletes of missing ids, say) becomes one line per window and kind.
+    refusals->Record(who, whose, key_id, version, absl::StrCat(action, " ", code), line);
+    return;
+  }
+  audit->info("{}", line);
 }
 
 RequestScope::RequestScope(ServiceContext* ctx, std::string rpc)
@@ -400,6 +407,13 @@ int DaemonMain(int argc, char** argv) {
       },
       std::chrono::seconds(10), 1024, {}, /*background_flush=*/true);
   ctx.key_use = &key_use;
+  // Refused key-management actions, aggregated the same way.
+  KeyUseAuditor refusals(
+      [audit](const std::string& line) {
+        if (audit) audit->info("{}", line);
+      },
+      std::chrono::seconds(10), 1024, {}, /*background_flush=*/true, "refusal");
+  ctx.refusals = &refusals;
   CryptoService crypto(&ctx);
   KeysService keys(&ctx);
 
@@ -537,6 +551,7 @@ int DaemonMain(int argc, char** argv) {
   server.reset();
   engine->reset();
   key_use.Flush();  // the last window's key-use summaries
+  refusals.Flush();
   log->info("stopped");
   log->flush();
   audit->flush();

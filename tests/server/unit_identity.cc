@@ -190,6 +190,28 @@ TEST(KeyUseAuditor, CapsTheTuplesPerWindow) {
   EXPECT_EQ(Count(lines, "action=use_not_itemised further_uses=997"), 1u) << lines[4];
 }
 
+// The refusal flavour (ServiceContext::refusals): the first of each kind per window is the caller's
+// full line, the repeats one refusal_repeated line.
+TEST(KeyUseAuditor, RefusalsWriteTheirFirstLineAndSummariseRepeats) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  KeyUseAuditor auditor([&](const std::string& l) { lines.push_back(l); }, std::chrono::seconds(10),
+                        100, clock.fn(), false, "refusal");
+  for (int i = 0; i < 500; ++i) {
+    auditor.Record("u", "u", "gone", 0, "delete NOT_FOUND", "the full line of the first refusal");
+  }
+  auditor.Record("u", "u", "gone", 0, "rotate NOT_FOUND", "another kind: its own first line");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "the full line of the first refusal");
+  EXPECT_EQ(lines[1], "another kind: its own first line");
+  clock.Advance(std::chrono::seconds(10));
+  auditor.MaybeFlush();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2].rfind("who=\"u\" action=refusal_repeated op=\"delete NOT_FOUND\"", 0), 0u)
+      << lines[2];
+  EXPECT_NE(lines[2].find("further_refusals=499"), std::string::npos) << lines[2];
+}
+
 TEST(KeyUseAuditor, HostileValuesCannotForgeLines) {
   FakeClock clock;
   std::vector<std::string> lines;

@@ -32,6 +32,10 @@ struct ServiceContext {
   TaskRunner* aux = nullptr;
   TaskRunner* key_tasks = nullptr;   // key management: bounded (--key-queue), TryPost
   KeyUseAuditor* key_use = nullptr;  // audit.h: held-key uses by non-owners (or all)
+  // audit.h: refused key-management actions, aggregated like uses (the first of each (who, owner,
+  // key id, action and code) per window in full, the repeats as one summary line); null: each
+  // refusal is one line.
+  KeyUseAuditor* refusals = nullptr;
   IdentityPolicy identity_policy;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<spdlog::logger> audit;
