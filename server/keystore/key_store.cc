@@ -502,7 +502,7 @@ struct KeyStore::Impl {
         spdlog::warn(
             "key store: the prepared form of a held key could not be locked in memory "
             "(RLIMIT_MEMLOCK too low?): such keys are served from their stored form, expanded at "
-            "every use (counted in pqcd_held_keys_unprepared)");
+            "every use (counted in pqcd_held_keys_unprepared_total)");
       }
       return absl::OkStatus();
     }

@@ -322,10 +322,10 @@ namespace {
 // The key a request names: the held key behind key_ref (its public or private half kept alive in
 // st until the job completes) or the bytes given in the request after their length check.
 // *version gets the held key's version.
+// The key of a job; for a private key, st->held_prepared says whether it is a prepared form.
 struct JobKey {
   const AlgorithmDescriptor* algorithm;
   Bytes key;
-  bool prepared = false;  // key is a held key's prepared form (the item's `prepared`)
 };
 template <bool kPrivate, class Req>
 absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, const Req& req,
@@ -347,7 +347,7 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
   auto info = RequireFamily(algorithm, family, rpc);
   if (!info.ok()) return info.status();
   if constexpr (kPrivate) {
-    if (req.has_key_ref()) return JobKey{*info, View(*st->held_private), st->held_prepared};
+    if (req.has_key_ref()) return JobKey{*info, View(*st->held_private)};
     // Raw (a size check), or PKCS#8 DER/PEM decoded into a buffer the OpState keeps alive.
     SecretBytes decoded;
     auto key = ResolvePrivateKey(**info, View(req.private_key()), "private_key", &decoded);
@@ -362,7 +362,7 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
       if (auto prepared = given->Find(**info, view, st->held_private)) {
         st->held_private = std::move(prepared);
         st->held_prepared = true;
-        return JobKey{*info, View(*st->held_private), true};
+        return JobKey{*info, View(*st->held_private)};
       }
     }
     return JobKey{*info, view};
@@ -428,7 +428,7 @@ absl::Status PrepareDecapsWith(ServiceContext* ctx, const Caller& caller,
   const kernels::AlgorithmFacts& f = *k->algorithm->facts;
   auto& item = st->job.Set<kernels::KemDecapsItem>(f.id);
   item.dk = k->key;
-  item.prepared = k->prepared;
+  item.prepared = st->held_prepared;
   item.ct = View(req.ciphertext());
   item.ss = Resize(resp->mutable_shared_secret(), f.secret_bytes);
   return absl::OkStatus();
@@ -478,7 +478,7 @@ absl::Status PrepareSignWith(ServiceContext* ctx, const Caller& caller,
   const kernels::AlgorithmFacts& f = *k->algorithm->facts;
   auto& item = st->job.Set<kernels::DsaSignItem>(f.id);
   item.sk = k->key;
-  item.prepared = k->prepared;
+  item.prepared = st->held_prepared;
   if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
                                             req.external_mu(), &item.message, &item.options);
       !s.ok()) {

@@ -401,18 +401,14 @@ int DaemonMain(int argc, char** argv) {
   ctx.log = log;
   ctx.audit = audit;
   // Held-key uses by other identities (all uses with --audit-key-use), aggregated per 10 s window.
-  KeyUseAuditor key_use(
-      [audit](const std::string& line) {
-        if (audit) audit->info("{}", line);
-      },
-      std::chrono::seconds(10), 1024, {}, /*background_flush=*/true);
+  const auto to_audit = [audit](const std::string& line) {
+    if (audit) audit->info("{}", line);
+  };
+  KeyUseAuditor key_use(to_audit, std::chrono::seconds(10), 1024, {}, /*background_flush=*/true);
   ctx.key_use = &key_use;
   // Refused key-management actions, aggregated the same way.
-  KeyUseAuditor refusals(
-      [audit](const std::string& line) {
-        if (audit) audit->info("{}", line);
-      },
-      std::chrono::seconds(10), 1024, {}, /*background_flush=*/true, "refusal");
+  KeyUseAuditor refusals(to_audit, std::chrono::seconds(10), 1024, {}, /*background_flush=*/true,
+                         "refusal");
   ctx.refusals = &refusals;
   CryptoService crypto(&ctx);
   KeysService keys(&ctx);
