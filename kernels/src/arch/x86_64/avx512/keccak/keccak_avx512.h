@@ -1,12 +1,15 @@
-// The AVX-512 Keccak kernels (keccak_x8_avx512.cc; built with the avx512 flags). Each meets the
-// contract of its hook in keccak/backend.h; they are reached only through the avx512 Keccak table
-// (backend.cc here). Plain declarations only.
+// The AVX-512 Keccak kernels (keccak_x8_avx512.cc, keccak_x1_avx512.cc; built with the avx512
+// flags). Each meets the contract of its hook in keccak/backend.h; they are reached only through
+// the avx512 Keccak table (backend.cc here). Plain declarations only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 namespace pqcd::kernels {
+
+// f1600: one state in five ZMM registers (a row or a column per register, vpternlogq, vprolvq).
+void KeccakF1600x1Avx512(uint64_t st[25]);
 
 // f1600x8: 8 states in ZMM registers.
 void KeccakF1600x8Avx512(uint64_t* st);
