@@ -4,6 +4,9 @@
 // permutation, on edge states (all zeros, all ones) and random states: >= 10,000 states per hook
 // (2,500 calls of the four-state hooks), fewer under PQCD_TEST_QUICK. Hooks a table leaves at the
 // portable default are skipped, and so is the whole test where the CPU has no SIMD backend.
+// On x86-64 also the single-state ZMM permutation (KeccakF1600x1Avx512) on its own, whether or not
+// a table holds it, with SHA3-256 / SHAKE128 known answers through it and through the avx512
+// backend (skipped without AVX-512).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -16,8 +19,12 @@
 #include "common/test_support.h"
 #include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
+#include "pqcd/kernels/hash.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
+#if defined(__x86_64__)
+#include "arch/x86_64/avx512/keccak/keccak_avx512.h"
+#endif
 
 namespace pqcd::kernels::keccak {
 
@@ -170,6 +177,131 @@ TEST_F(KeccakBackends, ExtractLanes4) {
       ASSERT_EQ(std::memcmp(got, want, sizeof(got)), 0) << t.name << " call " << k;
     }
   }
+}
+
+// A plain SHA-3 / SHAKE sponge over `perm` (rate in bytes, domain byte ds; out.size() <= rate),
+// so that a permutation no table holds can be run through whole hashes.
+void Sponge(void (*perm)(uint64_t[25]), size_t rate, uint8_t ds, const std::vector<uint8_t>& msg,
+            std::vector<uint8_t>& out) {
+  uint64_t st[kKeccakLanes] = {};
+  std::vector<uint8_t> padded(msg);
+  padded.resize((msg.size() / rate + 1) * rate, 0);
+  padded[msg.size()] ^= ds;
+  padded.back() ^= 0x80;
+  for (size_t off = 0; off < padded.size(); off += rate) {
+    for (size_t i = 0; i < rate / 8; ++i) {
+      uint64_t w = 0;
+      for (size_t b = 0; b < 8; ++b) w |= uint64_t{padded[off + 8 * i + b]} << (8 * b);
+      st[i] ^= w;
+    }
+    perm(st);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(st[i / 8] >> (8 * (i % 8)));
+}
+
+// FIPS 202 examples (checked against OpenSSL): "", "abc" and 200 bytes of 0xa3 (two blocks).
+struct Kat {
+  HashAlgorithm alg;
+  std::vector<uint8_t> msg;
+  const char* digest;  // 32 bytes (SHAKE128: the first 32 output bytes)
+};
+std::vector<Kat> Kats() {
+  const std::vector<uint8_t> abc = {'a', 'b', 'c'}, a3(200, 0xa3);
+  return {
+      {HashAlgorithm::kSha3_256,
+       {},
+       "a7ffc6f8bf1ed76651c14756a061d662f580ff4de43b49fa82d80a4b80f8434a"},
+      {HashAlgorithm::kSha3_256, abc,
+       "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532"},
+      {HashAlgorithm::kSha3_256, a3,
+       "79f38adec5c20307a98ef76e8324afbfd46cfd81b22e3973c65fa1bd9de31787"},
+      {HashAlgorithm::kShake128,
+       {},
+       "7f9c2ba4e88f827d616045507605853ed73b8093f6efbc88eb1a6eacfa66ef26"},
+      {HashAlgorithm::kShake128, abc,
+       "5881092dd818bf5cf8a3ddb793fbcba74097d5c526a6d35f97b83351940f2cc8"},
+      {HashAlgorithm::kShake128, a3,
+       "131ab8d2b594946b9c81333f9bb6e0ce75c3b93104fa3469d3917457385da037"},
+  };
+}
+
+void SpongeKat(void (*perm)(uint64_t[25]), const Kat& kat, std::vector<uint8_t>& out) {
+  const bool shake = kat.alg == HashAlgorithm::kShake128;
+  out.assign(32, 0);
+  Sponge(perm, shake ? 168 : 136, shake ? 0x1f : 0x06, kat.msg, out);
+}
+
+// The test's own sponge, on the portable permutation: keeps the helper and the vectors honest on
+// every CPU.
+TEST(KeccakSponge, KnownAnswersOnPortable) {
+  for (const Kat& kat : Kats()) {
+    std::vector<uint8_t> out;
+    SpongeKat(&KeccakF1600Portable, kat, out);
+    EXPECT_EQ(pqcd::testing::ToHex(out), kat.digest)
+        << HashName(kat.alg) << " of " << kat.msg.size() << " bytes";
+  }
+}
+
+#if defined(__x86_64__)
+// The single-state ZMM permutation against the portable one: all zeros, all ones, random states;
+// the words on either side of the state are not touched (it loads and stores with masks).
+TEST(KeccakX1Avx512, MatchesPortable) {
+  if (!IsaSupported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 F/BW/VL/DQ on this CPU";
+  std::mt19937_64 rng(0x7a6d6d31);
+  const int calls = pqcd::testing::Iterations(10000, 1000) + 2;
+  for (int k = 0; k < calls; ++k) {
+    uint64_t got[kKeccakLanes + 2], want[kKeccakLanes];
+    for (size_t i = 0; i < kKeccakLanes; ++i) {
+      want[i] = k == 0 ? 0 : k == 1 ? ~uint64_t{0} : rng();
+    }
+    got[0] = 0x5a5a5a5a5a5a5a5a;
+    got[kKeccakLanes + 1] = 0xa5a5a5a5a5a5a5a5;
+    std::memcpy(got + 1, want, sizeof(want));
+    KeccakF1600x1Avx512(got + 1);
+    KeccakF1600Portable(want);
+    ASSERT_EQ(std::memcmp(got + 1, want, sizeof(want)), 0) << "call " << k;
+    ASSERT_EQ(got[0], 0x5a5a5a5a5a5a5a5a) << "call " << k;
+    ASSERT_EQ(got[kKeccakLanes + 1], 0xa5a5a5a5a5a5a5a5) << "call " << k;
+  }
+}
+
+TEST(KeccakX1Avx512, Sha3ShakeKnownAnswers) {
+  if (!IsaSupported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 F/BW/VL/DQ on this CPU";
+  for (const Kat& kat : Kats()) {
+    std::vector<uint8_t> out;
+    SpongeKat(&KeccakF1600x1Avx512, kat, out);
+    EXPECT_EQ(pqcd::testing::ToHex(out), kat.digest)
+        << HashName(kat.alg) << " of " << kat.msg.size() << " bytes";
+  }
+}
+#endif  // __x86_64__
+
+// Whole hashes through the avx512 backend (whichever single-state permutation its table holds):
+// the known answers, then a 64 KiB message and a 1000-byte SHAKE128 output (several squeezes)
+// against the portable backend.
+TEST(KeccakAvx512Backend, Sha3ShakeKnownAnswers) {
+  if (!IsaSupported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 F/BW/VL/DQ on this CPU";
+  const Isa saved = ActiveIsa();
+  std::mt19937_64 rng(0x6b6174);
+  std::vector<uint8_t> big(65536);
+  for (uint8_t& b : big) b = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> want256(32), want_xof(1000);
+  ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+  ASSERT_TRUE(Hash(HashAlgorithm::kSha3_256, big, want256).ok());
+  ASSERT_TRUE(Hash(HashAlgorithm::kShake128, big, want_xof).ok());
+  ASSERT_TRUE(SetActiveIsa(Isa::kAvx512).ok());
+  for (const Kat& kat : Kats()) {
+    std::vector<uint8_t> out(32);
+    ASSERT_TRUE(Hash(kat.alg, kat.msg, out).ok());
+    EXPECT_EQ(pqcd::testing::ToHex(out), kat.digest)
+        << HashName(kat.alg) << " of " << kat.msg.size() << " bytes";
+  }
+  std::vector<uint8_t> got256(32), got_xof(1000);
+  ASSERT_TRUE(Hash(HashAlgorithm::kSha3_256, big, got256).ok());
+  ASSERT_TRUE(Hash(HashAlgorithm::kShake128, big, got_xof).ok());
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+  EXPECT_EQ(got256, want256);
+  EXPECT_EQ(got_xof, want_xof);
 }
 
 #if defined(__aarch64__)
