@@ -22,7 +22,9 @@
 //
 // Names: BM_<Operation>/<parameter set or size>[/batch:N]/<backend>, where <backend> is the
 // kernels' active ISA while the benchmark runs (portable, avx2, avx512); SHA-256 runs in OpenSSL
-// and is tagged "openssl".
+// and is tagged "openssl", and so do the OpenSSL references for SHA3-256 and SHAKE128 on 64 KiB.
+// On AVX-512 CPUs the *Kernel rows call single-state permutations directly (tag bmi: the scalar
+// BMI code; zmm: the AVX-512 one), whatever the Keccak table holds, so they can be compared.
 //
 // Counters per operation:
 //   items_per_second   operations per second (for batch benchmarks: per item, not per batch).
@@ -69,6 +71,13 @@
 
 // Internal header of the kernels (multi-lane Keccak permutation), for BM_KeccakF1600xN only.
 #include "keccak/keccak_multi.h"
+#if defined(__x86_64__)
+// Internal headers: the x86-64 single-state permutations, called directly by the *Kernel rows.
+#include "arch/x86_64/avx2/keccak/keccak_avx2.h"
+#include "arch/x86_64/avx512/keccak/keccak_avx512.h"
+#endif
+
+#include <openssl/evp.h>
 
 // Build with -DPQCD_BENCH_NO_PQC to leave out ML-KEM/ML-DSA (e.g. while their kernels are
 // unfinished); the normal build includes them.
@@ -225,6 +234,106 @@ void BM_Hash(benchmark::State& state, HashAlgorithm alg, size_t len) {
     return true;
   });
 }
+
+// The same hash in OpenSSL (EVP, one context reused), the reference beside the kernels' rows.
+void BM_HashOpenSsl(benchmark::State& state, const char* name, size_t len, size_t out_len) {
+  const std::vector<uint8_t> msg = RandomBytes(len, 1);
+  std::vector<uint8_t> out(out_len);
+  EVP_MD* md = EVP_MD_fetch(nullptr, name, nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool xof = (EVP_MD_get_flags(md) & EVP_MD_FLAG_XOF) != 0;
+  Measure(state, 1, static_cast<int64_t>(len), [&] {
+    unsigned n = 0;
+    const bool ok = EVP_DigestInit_ex(ctx, md, nullptr) == 1 &&
+                    EVP_DigestUpdate(ctx, msg.data(), msg.size()) == 1 &&
+                    (xof ? EVP_DigestFinalXOF(ctx, out.data(), out.size())
+                         : EVP_DigestFinal_ex(ctx, out.data(), &n)) == 1;
+    if (!ok) {
+      state.SkipWithError("OpenSSL digest failed");
+      return false;
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+    return true;
+  });
+  EVP_MD_CTX_free(ctx);
+  EVP_MD_free(md);
+}
+
+#if defined(__x86_64__)
+// The *Kernel rows time single-state permutations directly, whichever the Keccak table holds, so
+// that a candidate can be compared with the one in use within one run (issue 26: the ZMM
+// permutation against the scalar BMI one). Registered only on CPUs with AVX-512.
+using Permutation = void (*)(uint64_t st[25]);
+
+// A plain SHA-3 / SHAKE sponge over `perm` (rate in bytes, domain byte ds; out.size() <= rate),
+// checked against kernels::Hash before it is timed.
+void Sponge(Permutation perm, size_t rate, uint8_t ds, std::span<const uint8_t> msg,
+            std::span<uint8_t> out) {
+  uint64_t st[kernels::kKeccakLanes] = {};
+  auto absorb = [&](const uint8_t* block) {
+    for (size_t i = 0; i < rate / 8; ++i) {
+      uint64_t w;
+      std::memcpy(&w, block + 8 * i, 8);  // little-endian host
+      st[i] ^= w;
+    }
+    perm(st);
+  };
+  size_t off = 0;
+  for (; msg.size() - off >= rate; off += rate) absorb(msg.data() + off);
+  uint8_t last[200] = {};
+  std::memcpy(last, msg.data() + off, msg.size() - off);
+  last[msg.size() - off] ^= ds;
+  last[rate - 1] ^= 0x80;
+  absorb(last);
+  std::memcpy(out.data(), st, out.size());
+}
+
+void BM_SpongeKernel(benchmark::State& state, Permutation perm, HashAlgorithm alg, size_t len) {
+  const bool shake = alg == HashAlgorithm::kShake128;
+  const size_t rate = shake ? 168 : 136;
+  const std::vector<uint8_t> msg = RandomBytes(len, 1);
+  std::vector<uint8_t> out(kernels::HashDigestBytes(alg)), want(out.size());
+  if (!Check(state, kernels::Hash(alg, msg, want))) return;
+  Sponge(perm, rate, shake ? 0x1f : 0x06, msg, out);
+  if (out != want) {
+    state.SkipWithError("the sponge over this permutation disagrees with kernels::Hash");
+    return;
+  }
+  Measure(state, 1, static_cast<int64_t>(len), [&] {
+    Sponge(perm, rate, shake ? 0x1f : 0x06, msg, out);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+    return true;
+  });
+}
+
+void BM_KeccakF1600Kernel(benchmark::State& state, Permutation perm) {
+  alignas(64) uint64_t s[kernels::kKeccakLanes] = {};
+  s[0] = 1;
+  Measure(state, 1, 0, [&] {
+    perm(s);
+    benchmark::DoNotOptimize(s);
+    return true;
+  });
+}
+
+// f1600x4x1 as the avx512 table could build it: the four YMM states, then `single` on the fifth.
+// One op = one call (five permutations).
+void BM_KeccakF1600x4x1Kernel(benchmark::State& state, Permutation single) {
+  alignas(64) uint64_t s[kernels::kKeccakLanes * 4] = {};
+  alignas(64) uint64_t one[kernels::kKeccakLanes] = {};
+  for (size_t i = 0; i < 4; ++i) s[i] = i + 1;
+  one[0] = 5;
+  Measure(state, 1, 0, [&] {
+    kernels::KeccakF1600x4Avx512(s, 4, 0xf);
+    single(one);
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(one);
+    return true;
+  });
+}
+#endif  // __x86_64__
 
 void BM_HashBatch(benchmark::State& state, HashAlgorithm alg, size_t len, int batch) {
   std::vector<std::vector<uint8_t>> msgs, outs;
@@ -596,6 +705,31 @@ void RegisterAll(const std::vector<Isa>& backends) {
       [](benchmark::State& s) { BM_KeccakF1600(s, /*portable=*/true); });
   Add("BM_Sha2_256/65536B", std::nullopt, benchmark::kMicrosecond,
       [](benchmark::State& s) { BM_Hash(s, HashAlgorithm::kSha2_256, 65536); });
+  Add("BM_Sha3_256/65536B", std::nullopt, benchmark::kMicrosecond,
+      [](benchmark::State& s) { BM_HashOpenSsl(s, "SHA3-256", 65536, 32); });
+  Add("BM_Shake128/65536B", std::nullopt, benchmark::kMicrosecond,
+      [](benchmark::State& s) { BM_HashOpenSsl(s, "SHAKE128", 65536, 32); });
+#if defined(__x86_64__)
+  if (kernels::IsaSupported(Isa::kAvx512)) {
+    // Single-state candidates side by side (names: .../bmi and .../zmm, then the backend).
+    const std::pair<const char*, Permutation> singles[] = {
+        {"bmi", &kernels::KeccakF1600Bmi},
+        {"zmm", &kernels::KeccakF1600x1Avx512},
+    };
+    for (const auto& [tag, perm] : singles) {
+      const std::string t = tag;
+      const Permutation p = perm;
+      Add("BM_KeccakF1600Kernel/" + t, Isa::kAvx512, benchmark::kNanosecond,
+          [p](benchmark::State& s) { BM_KeccakF1600Kernel(s, p); });
+      Add("BM_KeccakF1600x4x1Kernel/x4+" + t, Isa::kAvx512, benchmark::kNanosecond,
+          [p](benchmark::State& s) { BM_KeccakF1600x4x1Kernel(s, p); });
+      Add("BM_Sha3_256Kernel/65536B/" + t, Isa::kAvx512, benchmark::kMicrosecond,
+          [p](benchmark::State& s) { BM_SpongeKernel(s, p, HashAlgorithm::kSha3_256, 65536); });
+      Add("BM_Shake128Kernel/65536B/" + t, Isa::kAvx512, benchmark::kMicrosecond,
+          [p](benchmark::State& s) { BM_SpongeKernel(s, p, HashAlgorithm::kShake128, 65536); });
+    }
+  }
+#endif
 
   for (Isa isa : backends) {
     Add("BM_KeccakF1600", isa, benchmark::kNanosecond,
