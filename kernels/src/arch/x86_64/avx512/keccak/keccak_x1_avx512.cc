@@ -9,8 +9,9 @@
 //            0xd2 = a ^ (~b & c) of columns x, x+1, x+2).
 // π moves word (x, y) to (y, 2x + 3y): the word stays in register y (rows in, columns out) and
 // only changes lane, so π is one single-source vpermq per register. After χ and ι the columns
-// are transposed back into rows: nine two-source or masked permutes build the pieces, five
-// masked vpermi2q assemble the rows (lane 4 of each row rides in the index register).
+// are transposed back into rows: seven two-source or masked permutes and two blends build the
+// pieces, five masked vpermi2q assemble the rows (the words a row takes from neither table ride in
+// its index register). 19 permutes per round in all.
 //
 // Every lane is touched by the same instructions whatever the data; the only memory reads are the
 // state, the constant tables and the round constant of the round counter.
@@ -36,9 +37,8 @@ struct Tables {
   alignas(64) uint64_t next[8];          // lane x takes lane x + 1 (mod 5)
   alignas(64) uint64_t pair01[8];        // (c0[0], c1[0], c0[1], c1[1], ..., c0[3], c1[3])
   alignas(64) uint64_t last01[8];        // lanes 0, 1: c0[4], c1[4]
-  alignas(64) uint64_t last23[8];        // lanes 2, 3: c2[4], c3[4]
-  alignas(64) uint64_t row_index[5][8];  // lanes 0..3 of row y in the final two-source permute
-  alignas(64) uint64_t bcast[5][8];      // every lane y
+  alignas(64) uint64_t row_index[5][8];  // row y: lanes 0..3 for the final two-source permute,
+                                         // lane 4 = y (picks e4[y] in the masked vpermq)
 };
 
 constexpr Tables MakeTables() {
@@ -48,7 +48,6 @@ constexpr Tables MakeTables() {
       t.rho[y][x] = static_cast<uint64_t>(keccak::kRhoOffsets[5 * y + x]);
       t.pi[y][x] = static_cast<uint64_t>((3 * x + y) % 5);
     }
-    for (int l = 0; l < 8; ++l) t.bcast[y][l] = static_cast<uint64_t>(y);
   }
   for (int x = 0; x < 5; ++x) {
     t.prev[x] = static_cast<uint64_t>((x + 4) % 5);
@@ -60,20 +59,17 @@ constexpr Tables MakeTables() {
   }
   t.last01[0] = 4;
   t.last01[1] = 8 + 4;
-  t.last23[2] = 4;
-  t.last23[3] = 8 + 4;
   // Row y < 4 from (pairs of columns 0/1, pairs of columns 2/3): lanes 2y, 2y + 1 of each. Row 4
-  // from (last01, last23): lanes 0, 1 of the first and 2, 3 of the second.
+  // from (column 2, column 3): lane 4 of each into lanes 2, 3 (lanes 0, 1 and 4 hold data).
   for (int y = 0; y < 4; ++y) {
     t.row_index[y][0] = static_cast<uint64_t>(2 * y);
     t.row_index[y][1] = static_cast<uint64_t>(2 * y + 1);
     t.row_index[y][2] = static_cast<uint64_t>(8 + 2 * y);
     t.row_index[y][3] = static_cast<uint64_t>(8 + 2 * y + 1);
+    t.row_index[y][4] = static_cast<uint64_t>(y);
   }
-  t.row_index[4][0] = 0;
-  t.row_index[4][1] = 1;
-  t.row_index[4][2] = 8 + 2;
-  t.row_index[4][3] = 8 + 3;
+  t.row_index[4][2] = 4;
+  t.row_index[4][3] = 8 + 4;
   return t;
 }
 
@@ -100,7 +96,7 @@ void KeccakF1600x1Avx512(uint64_t st[25]) {
   __m512i r3 = _mm512_maskz_loadu_epi64(kRowLanes, st + 15);
   __m512i r4 = _mm512_maskz_loadu_epi64(kRowLanes, st + 20);
   const __m512i prev = Ld(kT.prev), next = Ld(kT.next);
-  const __m512i pair01 = Ld(kT.pair01), last01 = Ld(kT.last01), last23 = Ld(kT.last23);
+  const __m512i pair01 = Ld(kT.pair01), last01 = Ld(kT.last01);
   for (int round = 0; round < 24; ++round) {
     // θ: D[x] = C[x - 1] ^ rot(C[x + 1], 1), XORed into every row.
     const __m512i c = Xor3(Xor3(r0, r1, r2), r3, r4);
@@ -125,27 +121,26 @@ void KeccakF1600x1Avx512(uint64_t st[25]) {
     const __m512i e2 = Chi(c2, c3, c4);
     const __m512i e3 = Chi(c3, c4, c0);
     const __m512i e4 = Chi(c4, c0, c1);
-    // Columns back to rows. p01/p23: lanes 0..3 of columns 0, 1 (2, 3) interleaved; q01/q23: their
-    // lane 4; i_y: row y's index vector with lane 4 = e4[y] (kept by the masked vpermi2q).
+    // Columns back to rows. p01/p23: lanes 0..3 of columns 0, 1 (2, 3) interleaved; q01: lane 4
+    // of columns 0, 1; i_y: row y's index vector with lane 4 = e4[y] (kept by the masked
+    // vpermi2q).
     const __m512i p01 = _mm512_permutex2var_epi64(e0, pair01, e1);
     const __m512i p23 = _mm512_permutex2var_epi64(e2, pair01, e3);
     const __m512i q01 = _mm512_permutex2var_epi64(e0, last01, e1);
-    const __m512i q23 = _mm512_permutex2var_epi64(e2, last23, e3);
-    const __m512i i0 =
-        _mm512_mask_permutexvar_epi64(Ld(kT.row_index[0]), 0x10, Ld(kT.bcast[0]), e4);
-    const __m512i i1 =
-        _mm512_mask_permutexvar_epi64(Ld(kT.row_index[1]), 0x10, Ld(kT.bcast[1]), e4);
-    const __m512i i2 =
-        _mm512_mask_permutexvar_epi64(Ld(kT.row_index[2]), 0x10, Ld(kT.bcast[2]), e4);
-    const __m512i i3 =
-        _mm512_mask_permutexvar_epi64(Ld(kT.row_index[3]), 0x10, Ld(kT.bcast[3]), e4);
+    // The index vector carries y in lane 4, so it also selects e4[y] there.
+    auto with_e4 = [e4](int y) {
+      const __m512i ix = Ld(kT.row_index[y]);
+      return _mm512_mask_permutexvar_epi64(ix, 0x10, ix, e4);
+    };
+    const __m512i i0 = with_e4(0), i1 = with_e4(1), i2 = with_e4(2), i3 = with_e4(3);
+    // Row 4: e0[4], e1[4] (q01) and e4[4] (in place) are blended into its index vector.
     const __m512i i4 =
-        _mm512_mask_permutexvar_epi64(Ld(kT.row_index[4]), 0x10, Ld(kT.bcast[4]), e4);
+        _mm512_mask_blend_epi64(0x03, _mm512_mask_blend_epi64(0x10, Ld(kT.row_index[4]), e4), q01);
     r0 = _mm512_mask2_permutex2var_epi64(p01, i0, 0x0f, p23);
     r1 = _mm512_mask2_permutex2var_epi64(p01, i1, 0x0f, p23);
     r2 = _mm512_mask2_permutex2var_epi64(p01, i2, 0x0f, p23);
     r3 = _mm512_mask2_permutex2var_epi64(p01, i3, 0x0f, p23);
-    r4 = _mm512_mask2_permutex2var_epi64(q01, i4, 0x0f, q23);
+    r4 = _mm512_mask2_permutex2var_epi64(e2, i4, 0x0c, e3);
   }
   _mm512_mask_storeu_epi64(st + 0, kRowLanes, r0);
   _mm512_mask_storeu_epi64(st + 5, kRowLanes, r1);
