@@ -1,5 +1,8 @@
 // The Keccak table of the avx512 backend (keccak/backend.h; listed in arch/backends.h). The single
-// state and the squeeze transpose are the AVX2 kernels (every AVX-512 CPU has AVX2 and BMI).
+// state and the squeeze transpose are the AVX2 kernels (every AVX-512 CPU has AVX2 and BMI). The
+// single-state ZMM permutation (KeccakF1600x1Avx512) is not in the table: it has not yet been
+// timed against the scalar BMI code on an AVX-512 core (bench/RESULTS.md, "Single-state Keccak,
+// AVX-512VL (issue 26)"; pqc-bench's *Kernel rows compare the two).
 #include "keccak/backend.h"
 #include "arch/x86_64/avx2/keccak/keccak_avx2.h"
 #include "arch/x86_64/avx512/keccak/keccak_avx512.h"
