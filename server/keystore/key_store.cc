@@ -313,6 +313,8 @@ struct KeyStore::Impl {
   bool persistent = false;
   uint32_t max_keys_per_owner = 0;
   uint32_t max_versions_per_key = 0;
+  size_t max_locked_bytes_per_owner = 0;
+  size_t max_plain_bytes_per_owner = 0;
   std::string keys_dir;  // for messages
   Fd keys_dir_fd;
   Fd lock_fd;
@@ -484,6 +486,50 @@ struct KeyStore::Impl {
           max_versions_per_key, ", --max-versions-per-key); delete old versions first"));
     }
     return absl::OkStatus();
+  }
+
+  // Whether owner's versions have room for `rec` (not yet held): the locked bytes of its private
+  // key and prepared form against max_locked_bytes_per_owner, and its ordinary bytes (public key,
+  // labels, names) against max_plain_bytes_per_owner. The sums are taken over that owner's keys
+  // only. A refusal is counted. Takes mu shared.
+  absl::Status RoomForVersionBytes(const std::string& owner, const KeyRecord& rec) const {
+    if (max_locked_bytes_per_owner == 0 && max_plain_bytes_per_owner == 0) return absl::OkStatus();
+    size_t locked = 0, plain = 0;
+    {
+      std::shared_lock lock(mu);
+      for (auto it = keys.lower_bound(Id{owner, std::string()});
+           it != keys.end() && it->first.first == owner; ++it) {
+        for (const auto& [v, kr] : it->second.versions) {
+          locked += LockedBytes(kr);
+          plain += PlainBytes(kr);
+        }
+      }
+    }
+    if (max_locked_bytes_per_owner != 0 && locked + LockedBytes(rec) > max_locked_bytes_per_owner) {
+      quota_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this identity's held keys take ", locked, " bytes of locked memory and this version ",
+          LockedBytes(rec), " more, past the limit per identity (", max_locked_bytes_per_owner,
+          " bytes, --locked-memory-per-owner); delete keys or old versions first"));
+    }
+    if (max_plain_bytes_per_owner != 0 && plain + PlainBytes(rec) > max_plain_bytes_per_owner) {
+      quota_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this identity's held keys take ", plain,
+          " bytes of memory for public keys and labels and this version ", PlainBytes(rec),
+          " more, past the limit per identity (", max_plain_bytes_per_owner,
+          " bytes, --key-memory-per-owner); delete keys or old versions, or use fewer labels"));
+    }
+    return absl::OkStatus();
+  }
+  static size_t LockedBytes(const KeyRecord& kr) {
+    return (kr.private_key ? kr.private_key->size() : 0) + (kr.prepared ? kr.prepared->size() : 0);
+  }
+  // What a version takes beside its secrets: public key, labels, names, and the map node (256).
+  static size_t PlainBytes(const KeyRecord& kr) {
+    size_t n = 256 + kr.public_key.size() + kr.key_id.size() + kr.owner.size();
+    for (const auto& [k, v] : kr.labels) n += k.size() + v.size() + 64;
+    return n;
   }
 
   // The record of owner/key_id, version 0 = newest (mu held shared or exclusively by the caller):
@@ -863,6 +909,8 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   std::unique_ptr<KeyStore> store(new KeyStore());
   Impl& impl = *store->impl_;
   impl.max_keys_per_owner = options.max_keys_per_owner;
+  impl.max_locked_bytes_per_owner = options.max_locked_bytes_per_owner;
+  impl.max_plain_bytes_per_owner = options.max_plain_bytes_per_owner;
   impl.max_versions_per_key = options.max_versions_per_key;
   impl.prepare_private_key = options.prepare_private_key;
   if (!options.postgres_dsn.empty()) {
@@ -1287,6 +1335,8 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
   KeyStoreOptions target = to;
   target.max_keys_per_owner = 0;  // an import copies what exists; quotas apply to new keys
   target.max_versions_per_key = 0;
+  target.max_locked_bytes_per_owner = 0;
+  target.max_plain_bytes_per_owner = 0;
   auto dst = Open(target);
   if (!dst.ok()) return dst.status();
   Impl& s = *(*src)->impl_;
@@ -1414,6 +1464,7 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
   if (auto st = impl.Prepare(rec); !st.ok()) return st;
+  if (auto st = impl.RoomForVersionBytes(owner, rec); !st.ok()) return st;
   std::string uid;
   if (impl.persistent) {
     auto u = RandomUid();
@@ -1477,6 +1528,7 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   rec.public_key = std::move(public_key);
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
   if (auto st = impl.Prepare(rec); !st.ok()) return st;
+  if (auto st = impl.RoomForVersionBytes(owner, rec); !st.ok()) return st;
   std::string uid;
   if (impl.persistent) {
     auto u = RandomUid();

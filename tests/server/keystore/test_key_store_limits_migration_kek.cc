@@ -160,6 +160,43 @@ TEST(KeyStoreQuotaTest, MaxVersionsPerKeyBoundsRotation) {
   EXPECT_EQ(v3->version, 3u);
 }
 
+TEST(KeyStoreQuotaTest, LockedBytesPerOwnerLeaveRoomForOthers) {
+  KeyStoreOptions o;
+  o.max_locked_bytes_per_owner = 3 * 64;  // three 64-byte keys
+  auto ks = std::move(*KeyStore::Open(o));
+  const auto sk = RandomBytes(64, 4);
+  ASSERT_TRUE(ks->Create("a", "k1", 1, {}, Secret(sk), {}).ok());
+  ASSERT_TRUE(ks->AddVersion("a", "k1", {}, Secret(sk)).ok());  // versions count too
+  ASSERT_TRUE(ks->Create("a", "k2", 1, {}, Secret(sk), {}).ok());
+  auto fourth = ks->AddVersion("a", "k2", {}, Secret(sk));
+  EXPECT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(fourth.status().message().find("--locked-memory-per-owner"), std::string::npos)
+      << fourth.status();
+  EXPECT_EQ(ks->Create("a", "k3", 1, {}, Secret(sk), {}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ks->counters().quota_refusals, 2u);
+  // Another owner has its own budget, and deleting makes room again.
+  EXPECT_TRUE(ks->Create("b", "k1", 1, {}, Secret(sk), {}).ok());
+  ASSERT_TRUE(ks->Delete("a", "k1", 1).ok());
+  EXPECT_TRUE(ks->AddVersion("a", "k2", {}, Secret(sk)).ok());
+}
+
+TEST(KeyStoreQuotaTest, LabelsAndPublicKeysCountPerOwner) {
+  KeyStoreOptions o;
+  o.max_plain_bytes_per_owner = 8 << 10;
+  auto ks = std::move(*KeyStore::Open(o));
+  const auto sk = RandomBytes(32, 5);
+  const std::map<std::string, std::string> labels = {{"note", std::string(2000, 'x')}};
+  ASSERT_TRUE(ks->Create("a", "k", 1, RandomBytes(1184, 6), Secret(sk), labels).ok());
+  ASSERT_TRUE(ks->AddVersion("a", "k", RandomBytes(1184, 7), Secret(sk)).ok());
+  // Each version carries the labels: the third passes 8 KiB.
+  auto third = ks->AddVersion("a", "k", RandomBytes(1184, 8), Secret(sk));
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("--key-memory-per-owner"), std::string::npos)
+      << third.status();
+  EXPECT_TRUE(ks->Create("b", "k", 1, RandomBytes(1184, 9), Secret(sk), labels).ok());
+}
+
 TEST(KeyStoreQuotaTest, MaxKeysPerOwnerCountsKeysNotVersions) {
   KeyStoreOptions o;
   o.max_keys_per_owner = 2;

@@ -84,6 +84,13 @@ struct KeyStoreOptions {
   // 0: unlimited; versions one key may hold at once (AddVersion refuses past it: one identity's
   // rotation flood cannot grow memory, the mlock budget and the MANIFEST without bound).
   uint32_t max_versions_per_key = 0;
+  // 0: unlimited; bytes of locked memory (private keys and their prepared forms) the versions of
+  // one owner may take: Create/AddVersion refuses past it, so that no owner can use up the
+  // process's RLIMIT_MEMLOCK for the others. Counted as a quota refusal.
+  size_t max_locked_bytes_per_owner = 0;
+  // 0: unlimited; the same for the ordinary memory of one owner's versions: public keys, labels
+  // (which every version carries) and names.
+  size_t max_plain_bytes_per_owner = 0;
   // Turns a private key of `algorithm` into the form the kernels compute with (the registry's
   // prepare_private_key), called once per version as it enters memory: Create, AddVersion, Open
   // and every database synchronization. An error refuses Create/AddVersion (the key is not
@@ -132,8 +139,9 @@ struct ImportReport {
 
 struct KeyStoreCounters {
   uint64_t memlock_refusals = 0;  // Create/AddVersion refused: the private key was not mlock'ed
-  uint64_t quota_refusals = 0;    // Create / AddVersion refused: max_keys_per_owner or
-                                  // max_versions_per_key reached
+  uint64_t quota_refusals = 0;    // Create / AddVersion refused: max_keys_per_owner,
+                                  // max_versions_per_key, max_locked_bytes_per_owner or
+                                  // max_plain_bytes_per_owner reached
   // Versions held without their prepared form (it could not be locked in memory, or preparing a
   // loaded record failed): served from the stored key, expanded at every use.
   uint64_t unprepared = 0;
