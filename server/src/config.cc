@@ -118,6 +118,14 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   add("max-unix-connections", c.max_unix_connections,
       "Unix socket connections open at once; further ones are closed at once")
       ->check(CLI::Range(1u, 1u << 20));
+  add("max-unix-connections-per-uid", c.max_unix_connections_per_uid,
+      "Unix socket connections open at once from one uid (so that one local user cannot take "
+      "them all)")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("handshake-timeout", c.handshake_timeout_s,
+      "seconds a new connection has to complete its handshake (HTTP/2 preface and SETTINGS; TLS "
+      "on --listen) before it is closed")
+      ->check(CLI::Range(0.1, 3600.0));
   app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
                "let callers without a client certificate (identity 'anonymous') use held keys")
       ->envname("PQCD_ALLOW_INSECURE_TCP");
@@ -144,6 +152,15 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       "held keys (not versions) one identity may have (0: unlimited)");
   add("max-versions-per-key", c.max_versions_per_key,
       "versions one held key may have at once; Rotate refuses past it (0: unlimited)");
+  add("locked-memory-per-owner", c.locked_memory_per_owner_kib,
+      "KiB of locked memory (private keys and their prepared forms) one identity's held keys may "
+      "take; at most an eighth of a finite RLIMIT_MEMLOCK is used, so that no identity can use it "
+      "up for the others (0: unlimited)")
+      ->check(CLI::Range(0u, 1u << 30));
+  add("key-memory-per-owner", c.key_memory_per_owner_kib,
+      "KiB of ordinary memory (public keys, labels: every version carries its key's labels) one "
+      "identity's held keys may take (0: unlimited)")
+      ->check(CLI::Range(0u, 1u << 30));
   add("rotate-kek-to", c.rotate_kek_to,
       "re-seal every held key in --data-dir (sealed under --kek-file) under the KEK in this file, "
       "print a summary and exit; resumable (rerun after an interruption)");
@@ -196,6 +213,24 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       ->check(CLI::Range(0.1, 7.0 * 86400.0));
   add("max-hash-streams", c.max_hash_streams, "concurrent HashStream calls")
       ->check(CLI::Range(1u, 1u << 20));
+  add("max-hash-streams-per-identity", c.max_hash_streams_per_identity,
+      "concurrent HashStream calls of one caller identity")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("max-streams", c.max_streams, "concurrent Stream calls")->check(CLI::Range(1u, 1u << 20));
+  add("max-streams-per-identity", c.max_streams_per_identity,
+      "concurrent Stream calls of one caller identity")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("memory-limit", c.memory_limit_mb,
+      "MiB of requests being computed and answers not yet taken by their clients, over all "
+      "callers; past it new work gets RESOURCE_EXHAUSTED (0: unlimited)")
+      ->check(CLI::Range(0u, 1u << 22));
+  add("memory-per-identity", c.memory_per_identity_mb,
+      "MiB of the same that one caller identity may hold (0: unlimited)")
+      ->check(CLI::Range(0u, 1u << 22));
+  add("unread-answer-timeout", c.unread_answer_timeout_s,
+      "seconds an answer may wait for its client to take it; then the call is cancelled and its "
+      "memory freed")
+      ->check(CLI::Range(0.1, 86400.0));
   add("key-queue", c.key_queue,
       "key-management requests (Keys.*, held KeyGen stores) queued before RESOURCE_EXHAUSTED")
       ->check(CLI::Range(1u, 1u << 20));
@@ -325,6 +360,8 @@ std::string ConfigToJson(const Config& c) {
   j["audit_key_use"] = c.audit_key_use;
   j["unix_user"] = c.unix_users;
   j["max_unix_connections"] = c.max_unix_connections;
+  j["max_unix_connections_per_uid"] = c.max_unix_connections_per_uid;
+  j["handshake_timeout"] = c.handshake_timeout_s;
   j["tls_min_version"] = c.tls_min_version;
   j["legacy_local_owner"] = c.legacy_local_owner;
   j["data_dir"] = c.data_dir;
@@ -332,6 +369,8 @@ std::string ConfigToJson(const Config& c) {
   j["allow_shared_kek_file"] = c.allow_shared_kek_file;
   j["max_keys_per_owner"] = c.max_keys_per_owner;
   j["max_versions_per_key"] = c.max_versions_per_key;
+  j["locked_memory_per_owner"] = c.locked_memory_per_owner_kib;
+  j["key_memory_per_owner"] = c.key_memory_per_owner_kib;
   j["rotate_kek_to"] = c.rotate_kek_to.empty() ? "" : "<set>";
   j["key_store"] = c.key_store.empty() ? "" : pqcd::server::internal::RedactDsn(c.key_store);
   j["key_store_reconcile_interval"] = c.key_store_reconcile_interval_s;
@@ -356,6 +395,12 @@ std::string ConfigToJson(const Config& c) {
   j["hash_stream_idle"] = c.hash_stream_idle_s;
   j["hash_stream_max_duration"] = c.hash_stream_max_s;
   j["max_hash_streams"] = c.max_hash_streams;
+  j["max_hash_streams_per_identity"] = c.max_hash_streams_per_identity;
+  j["max_streams"] = c.max_streams;
+  j["max_streams_per_identity"] = c.max_streams_per_identity;
+  j["memory_limit"] = c.memory_limit_mb;
+  j["memory_per_identity"] = c.memory_per_identity_mb;
+  j["unread_answer_timeout"] = c.unread_answer_timeout_s;
   j["key_queue"] = c.key_queue;
   j["grpc_memory_mb"] = c.grpc_memory_mb;
   j["max_concurrent_streams"] = c.max_concurrent_streams;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bounds.h"
 #include "ops.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/kernels/hash.h"
@@ -43,7 +44,8 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   OpsReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, const char* rpc,
              size_t n_ops, const google::protobuf::Message* request,
              google::protobuf::Message* response, bool secrets)
-      : context_(context),
+      : ctx_(ctx),
+        context_(context),
         scope_(ctx, rpc),
         ops_(n_ops > 0 ? std::make_unique<OpState[]>(n_ops) : nullptr),
         n_ops_(n_ops),
@@ -54,9 +56,14 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   OpState* op(size_t i) { return &ops_[i]; }
   size_t n_ops() const { return n_ops_; }
 
+  // What the call holds in the memory account until gRPC is done with it.
+  void set_charge(MemoryCharge charge) { charge_ = std::move(charge); }
+
   // Finishes the call with `status` (the code recorded unless the call was cancelled meanwhile).
+  // The answer is watched until the client takes it (--unread-answer-timeout).
   void FinishWith(const grpc::Status& status) {
     finish_code_ = status.error_code();
+    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, context_);
     Finish(status);
   }
 
@@ -66,6 +73,7 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnDone() override {
+    if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
     const grpc::StatusCode cancelled = cancel_code_.load(std::memory_order_relaxed);
     scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
     // The request is const to the handler, but gRPC allocated it as a mutable message.
@@ -75,8 +83,11 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   }
 
  private:
+  ServiceContext* ctx_;
   grpc::CallbackServerContext* context_;
   RequestScope scope_;
+  MemoryCharge charge_;
+  UnreadAnswers::Entry unread_;
   std::unique_ptr<OpState[]> ops_;
   const size_t n_ops_;
   const google::protobuf::Message* request_;
@@ -101,6 +112,15 @@ grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
+  if (ctx_->memory != nullptr) {
+    // The request, and the answer twice: the message and gRPC's serialized copy of it.
+    const size_t bytes = request->ByteSizeLong() + 2 * AnswerBytesBound(*request);
+    if (absl::Status s = ctx_->memory->Charge(caller.identity, bytes); !s.ok()) {
+      reactor->FinishWith(ToGrpc(s));
+      return reactor;
+    }
+    reactor->set_charge(MemoryCharge(ctx_->memory, caller.identity, bytes));
+  }
   OpState* st = reactor->op(0);
   absl::Status s = prepare(ctx_, caller, *request, response, st);
   if (!s.ok()) {
@@ -183,6 +203,14 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
+  if (ctx_->memory != nullptr) {
+    const size_t bytes = request->ByteSizeLong() + 2 * answer_bytes;  // as in Unary
+    if (absl::Status s = ctx_->memory->Charge(caller.identity, bytes); !s.ok()) {
+      reactor->FinishWith(ToGrpc(s));
+      return reactor;
+    }
+    reactor->set_charge(MemoryCharge(ctx_->memory, caller.identity, bytes));
+  }
   auto* results = response->mutable_results();
   results->Reserve(n);
   for (int i = 0; i < n; ++i) results->Add();
@@ -284,7 +312,6 @@ class HashStreamWatch {
     std::lock_guard<std::mutex> lock(mu_);
     open_.erase(std::find(open_.begin(), open_.end(), r));
   }
-  std::atomic<uint32_t> count{0};  // open HashStreams (--max-hash-streams)
 
  private:
   void Loop();
@@ -312,13 +339,14 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       FinishWith(kDraining);
       return;
     }
-    const uint32_t limit = ctx_->config->max_hash_streams;
-    if (watch_->count.fetch_add(1) >= limit) {
-      watch_->count.fetch_sub(1);
-      FinishWith(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("too many HashStreams open (--max-hash-streams ", limit, "); retry later")));
-      return;
+    identity_ = IdentifyCaller(*context, ctx_->identity_policy).identity;
+    // In total and per identity (--max-hash-streams, --max-hash-streams-per-identity).
+    if (ctx_->hash_streams != nullptr) {
+      if (absl::Status s = ctx_->hash_streams->Acquire(identity_); !s.ok()) {
+        FinishWith(ToGrpc(s));
+        return;
+      }
+      slot_ = true;
     }
     watched_ = true;
     watch_->Add(this);
@@ -412,11 +440,20 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       ReadNext();
       return;
     }
+    // The message is held until it is hashed: charged to the memory account meanwhile.
+    if (ctx_->memory != nullptr) {
+      if (absl::Status s = ctx_->memory->Charge(identity_, chunk_.size()); !s.ok()) {
+        FinishWith(ToGrpc(s));
+        return;
+      }
+      chunk_charge_ = MemoryCharge(ctx_->memory, identity_, chunk_.size());
+    }
     ctx_->aux->Post([this] {
       if (cancel_code_.load() == grpc::StatusCode::OK) {  // nobody waits for a cancelled digest
         hasher_->Update(
             kernels::Bytes(reinterpret_cast<const uint8_t*>(chunk_.data()), chunk_.size()));
       }
+      chunk_charge_.Reset();
       ReadNext();
     });
   }
@@ -426,10 +463,9 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
   void OnCancel() override { cancel_code_.store(CancelCode(*context_)); }
 
   void OnDone() override {
-    if (watched_) {
-      watch_->Remove(this);
-      watch_->count.fetch_sub(1);
-    }
+    if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
+    if (watched_) watch_->Remove(this);
+    if (slot_) ctx_->hash_streams->Release(identity_);
     const grpc::StatusCode cancelled = cancel_code_.load();
     scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
     delete this;
@@ -482,6 +518,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
     if (finished_) return;
     finished_ = true;
     finish_code_ = status.error_code();
+    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, context_);
     Finish(status);
   }
 
@@ -491,6 +528,10 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
   pqc::v1::HashResponse* response_;
   RequestScope scope_;
   bool watched_ = false;
+  bool slot_ = false;          // holds one of ctx_->hash_streams
+  std::string identity_;       // the caller's, for its slot and its memory charges
+  MemoryCharge chunk_charge_;  // chunk_ in the memory account until it is hashed
+  UnreadAnswers::Entry unread_;
   grpc::StatusCode finish_code_ = grpc::StatusCode::OK;
   std::atomic<grpc::StatusCode> cancel_code_{grpc::StatusCode::OK};
   pqc::v1::HashStreamRequest request_;
@@ -569,6 +610,17 @@ class StreamReactor final
       Finish(kDraining);
       return;
     }
+    // In total and per identity (--max-streams, --max-streams-per-identity).
+    if (ctx_->streams != nullptr) {
+      if (absl::Status s = ctx_->streams->Acquire(caller_.identity); !s.ok()) {
+        finished_ = true;
+        final_code_ = static_cast<grpc::StatusCode>(s.code());
+        scope_.Done(final_code_);
+        Finish(ToGrpc(s));
+        return;
+      }
+      slot_ = true;
+    }
     StartRead(&request_);
   }
 
@@ -602,8 +654,21 @@ class StreamReactor final
     } else {
       answer_bytes = AnswerBytesBound(req.operation());
     }
-    const bool too_big = answer_bytes > max_held_bytes_;
-    chunk->bytes += too_big ? 64 * static_cast<size_t>(std::max(packed_items, 1)) : answer_bytes;
+    // Refused item by item: answers alone over the Stream's budget, or past the memory account.
+    absl::Status refusal;
+    if (answer_bytes > max_held_bytes_) {
+      refusal = absl::ResourceExhaustedError(
+          absl::StrCat("the message's answers would take up to ", answer_bytes,
+                       " bytes, more than a Stream may hold (half of --max-stream-bytes, ",
+                       max_held_bytes_, "); send fewer or smaller operations per message"));
+    } else if (ctx_->memory != nullptr) {
+      refusal = ctx_->memory->Charge(caller_.identity, chunk->bytes + answer_bytes);
+      if (refusal.ok()) {
+        chunk->charge = MemoryCharge(ctx_->memory, caller_.identity, chunk->bytes + answer_bytes);
+      }
+    }
+    chunk->bytes +=
+        refusal.ok() ? answer_bytes : 64 * static_cast<size_t>(std::max(packed_items, 1));
     // A packed message that also sets `operation` gets one extra single-form slot for the error.
     const bool stray_single = packed_items > 0 && req.has_operation();
     chunk->n = packed_items > 0 ? static_cast<size_t>(packed_items) + (stray_single ? 1 : 0) : 1;
@@ -637,12 +702,9 @@ class StreamReactor final
         continue;
       }
       absl::Status st =
-          draining  ? absl::UnavailableError("pqcd is draining (shutting down)")
-          : too_big ? absl::ResourceExhaustedError(absl::StrCat(
-                          "the message's answers would take up to ", answer_bytes,
-                          " bytes, more than a Stream may hold (half of --max-stream-bytes, ",
-                          max_held_bytes_, "); send fewer or smaller operations per message"))
-                    : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op, &given);
+          draining        ? absl::UnavailableError("pqcd is draining (shutting down)")
+          : !refusal.ok() ? refusal
+                          : PrepareOperation(ctx_, caller_, *op, &slot->result, &slot->op, &given);
       if (!st.ok()) {
         fail(slot, st);
         continue;
@@ -696,6 +758,7 @@ class StreamReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
     // This thread holds the write token: out_ and in_write_ are ours until we hand it on.
     ReleaseWritten();
     std::vector<Chunk*> to_free;
@@ -713,7 +776,7 @@ class StreamReactor final
     if (!write) MaybeFinishLocked(lock);
     if (lock.owns_lock()) lock.unlock();
     FreeChunks(to_free);
-    if (write) StartWrite(&out_);
+    if (write) Write();
     if (resume) StartRead(&request_);
   }
 
@@ -729,6 +792,8 @@ class StreamReactor final
   }
 
   void OnDone() override {
+    if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
+    if (slot_) ctx_->streams->Release(caller_.identity);
     scope_.Done(final_code_);
     delete this;
   }
@@ -748,6 +813,7 @@ class StreamReactor final
     size_t n = 0;
     size_t unwritten = 0;  // slots not yet written or dropped (mu_)
     size_t bytes = 0;      // input bytes + the answers' bound, held until the chunk is freed
+    MemoryCharge charge;   // `bytes` in the memory account, while the chunk lives
     std::list<Chunk*>::iterator pos;
   };
 
@@ -772,6 +838,13 @@ class StreamReactor final
     writing_ = true;
     BuildWriteLocked();
     lock.unlock();
+    Write();
+  }
+
+  // Writes out_ (the caller holds the write token); the answer is watched until the client takes
+  // it (--unread-answer-timeout).
+  void Write() {
+    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, context_);
     StartWrite(&out_);
   }
 
@@ -782,7 +855,7 @@ class StreamReactor final
     writing_ = true;
     BuildWriteLocked();
     lock.unlock();
-    StartWrite(&out_);
+    Write();
   }
 
   // Moves the next answer from ready_ into out_ (the caller holds the write token): a single-form
@@ -924,7 +997,9 @@ class StreamReactor final
   std::optional<grpc::StatusCode> cancel_code_;  // set by OnCancel: what the client sees
   bool finished_ = false;
   size_t outstanding_ = 0;
-  size_t held_bytes_ = 0;  // Chunk::bytes of the chunks not yet freed
+  size_t held_bytes_ = 0;        // Chunk::bytes of the chunks not yet freed
+  bool slot_ = false;            // holds one of ctx_->streams
+  UnreadAnswers::Entry unread_;  // the write in progress (write token)
 };
 
 }  // namespace

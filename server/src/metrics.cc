@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -140,6 +141,14 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     key_store_link_ = std::move(f);
   }
+  void SetBounds(std::function<Bounds()> f) {
+    absl::MutexLock lock(&mu_);
+    bounds_ = std::move(f);
+  }
+  void SetUnixConnections(std::function<UnixConnections()> f) {
+    absl::MutexLock lock(&mu_);
+    unix_connections_ = std::move(f);
+  }
 
   static void AddGauge(std::vector<MetricFamily>& out, const char* name, const char* help,
                        double value, MetricType type = MetricType::Gauge) {
@@ -200,7 +209,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
       MetricFamily refused{"pqcd_held_keys_refused_total",
                            "New held keys refused: reason=memlock (RLIMIT_MEMLOCK exhausted, the "
                            "key would have been swappable), reason=quota (--max-keys-per-owner, "
-                           "--max-versions-per-key)",
+                           "--max-versions-per-key, --locked-memory-per-owner)",
                            MetricType::Counter,
                            {}};
       for (const auto& [reason, value] :
@@ -222,6 +231,79 @@ class Metrics::EngineCollector : public prometheus::Collectable {
       um.counter.value = static_cast<double>(r.unprepared);
       unprepared.metric.push_back(std::move(um));
       out.push_back(std::move(unprepared));
+    }
+    if (bounds_) {
+      const Bounds b = bounds_();
+      AddGauge(out, "pqcd_memory_held_bytes",
+               "Bytes of requests being computed and answers not yet taken, charged to the memory "
+               "account (--memory-limit, --memory-per-identity)",
+               static_cast<double>(b.memory_held));
+      AddGauge(out, "pqcd_memory_refused_total",
+               "Requests refused with RESOURCE_EXHAUSTED because they would pass --memory-limit or "
+               "their identity's --memory-per-identity",
+               static_cast<double>(b.memory_refused), MetricType::Counter);
+      AddGauge(out, "pqcd_unread_answers_cancelled_total",
+               "Calls cancelled because their answer waited longer than --unread-answer-timeout "
+               "for the client to take it",
+               static_cast<double>(b.unread_cancelled), MetricType::Counter);
+      MetricFamily open{"pqcd_long_calls_open",
+                        "Stream and HashStream calls open (--max-streams, --max-hash-streams)",
+                        MetricType::Gauge,
+                        {}};
+      MetricFamily refused{"pqcd_long_calls_refused_total",
+                           "Stream and HashStream calls refused: the total or the caller "
+                           "identity's limit was reached",
+                           MetricType::Counter,
+                           {}};
+      for (const auto& [rpc, n_open, n_refused] :
+           {std::tuple<const char*, uint32_t, uint64_t>{"Stream", b.streams_open,
+                                                        b.streams_refused},
+            {"HashStream", b.hash_streams_open, b.hash_streams_refused}}) {
+        ClientMetric o;
+        o.label.push_back({"rpc", rpc});
+        o.gauge.value = static_cast<double>(n_open);
+        open.metric.push_back(std::move(o));
+        ClientMetric r;
+        r.label.push_back({"rpc", rpc});
+        r.counter.value = static_cast<double>(n_refused);
+        refused.metric.push_back(std::move(r));
+      }
+      out.push_back(std::move(open));
+      out.push_back(std::move(refused));
+    }
+    if (unix_connections_) {
+      const UnixConnections u = unix_connections_();
+      MetricFamily open{"pqcd_unix_connections",
+                        "Connections on the Unix socket: state=open (served by gRPC), "
+                        "state=pending (accepted, HTTP/2 preface not complete yet)",
+                        MetricType::Gauge,
+                        {}};
+      for (const auto& [state, value] :
+           {std::pair<const char*, size_t>{"open", u.open}, {"pending", u.pending}}) {
+        ClientMetric m;
+        m.label.push_back({"state", state});
+        m.gauge.value = static_cast<double>(value);
+        open.metric.push_back(std::move(m));
+      }
+      out.push_back(std::move(open));
+      MetricFamily refused{"pqcd_unix_connections_refused_total",
+                           "Unix socket connections closed by pqcd: reason=limit "
+                           "(--max-unix-connections), uid_limit (--max-unix-connections-per-uid), "
+                           "handshake_timeout (--handshake-timeout), not_http2 (sent something "
+                           "else, or closed before its preface)",
+                           MetricType::Counter,
+                           {}};
+      for (const auto& [reason, value] :
+           {std::pair<const char*, uint64_t>{"limit", u.refused_limit},
+            {"uid_limit", u.refused_uid_limit},
+            {"handshake_timeout", u.refused_handshake_timeout},
+            {"not_http2", u.refused_not_http2}}) {
+        ClientMetric m;
+        m.label.push_back({"reason", reason});
+        m.counter.value = static_cast<double>(value);
+        refused.metric.push_back(std::move(m));
+      }
+      out.push_back(std::move(refused));
     }
     if (key_store_link_) {
       const KeyStoreLink l = key_store_link_();
@@ -373,6 +455,8 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   const engine::Engine* engine_ = nullptr;
   std::function<size_t()> held_keys_;
   std::function<KeyRefusals()> key_refusals_;
+  std::function<UnixConnections()> unix_connections_;
+  std::function<Bounds()> bounds_;
   std::function<KeyStoreLink()> key_store_link_;
   std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
 };
@@ -426,12 +510,25 @@ void Metrics::SetKeyStoreLinkSource(std::function<KeyStoreLink()> source) {
   engine_collector_->SetKeyStoreLink(std::move(source));
 }
 
+void Metrics::SetBoundsSource(std::function<Bounds()> source) {
+  engine_collector_->SetBounds(std::move(source));
+}
+
+void Metrics::SetUnixConnectionsSource(std::function<UnixConnections()> source) {
+  engine_collector_->SetUnixConnections(std::move(source));
+}
+
 void Metrics::SetKeyRefusalsSource(std::function<KeyRefusals()> source) {
   engine_collector_->SetKeyRefusals(std::move(source));
 }
 
 int Metrics::Serve(const std::string& listen_address) {
-  exposer_ = std::make_unique<prometheus::Exposer>(listen_address);
+  // civetweb (under prometheus-cpp) serves one connection per thread and waits up to 30 s for a
+  // request by default, so two stalled clients took the endpoint down. Enough threads for several
+  // scrapers and stalled peers at once, and a stalled request is dropped after 2 s.
+  exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+      "listening_ports", listen_address, "num_threads", std::to_string(kMetricsThreads),
+      "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(engine_collector_);
   auto ports = exposer_->GetListeningPorts();

@@ -540,43 +540,60 @@ constexpr size_t LargestSignature() {
 constexpr size_t kLargestSignature = LargestSignature();
 }  // namespace
 
+namespace {
+// Per-field framing (tags, lengths, the result's status) is covered by the constant.
+constexpr size_t kAnswerOverhead = 64;
+// Held keys (algorithm left unspecified), Verify, invalid operations: a key-sized bound.
+constexpr size_t kDefaultAnswerBound = kAnswerOverhead + kLargestSignature;
+}  // namespace
+
+size_t AnswerBytesBound(const pqc::v1::KeyGenRequest& r) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
+  if (f == nullptr || f->family == Family::kHash) return kDefaultAnswerBound;
+  return kAnswerOverhead + f->public_key_bytes + f->private_key_bytes + f->seed_bytes +
+         (r.hold() ? 128 : 0);
+}
+size_t AnswerBytesBound(const pqc::v1::EncapsRequest& r) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
+  if (f == nullptr || f->family != Family::kKem) return kDefaultAnswerBound;
+  return kAnswerOverhead + f->ciphertext_bytes + f->secret_bytes;
+}
+size_t AnswerBytesBound(const pqc::v1::DecapsRequest& r) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
+  if (f == nullptr || f->family != Family::kKem) return kDefaultAnswerBound;
+  return kAnswerOverhead + f->secret_bytes;
+}
+size_t AnswerBytesBound(const pqc::v1::SignRequest& r) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
+  if (f == nullptr || f->family != Family::kDsa) return kDefaultAnswerBound;
+  return kAnswerOverhead + f->signature_bytes;
+}
+size_t AnswerBytesBound(const pqc::v1::VerifyRequest&) {
+  return kDefaultAnswerBound;
+}
+size_t AnswerBytesBound(const pqc::v1::HashRequest& r) {
+  const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
+  if (f == nullptr || f->family != Family::kHash) return kDefaultAnswerBound;
+  return kAnswerOverhead + (f->xof && r.output_length() != 0 ? r.output_length() : f->digest_bytes);
+}
+
 size_t AnswerBytesBound(const pqc::v1::Operation& op) {
-  // Per-field framing (tags, lengths, the result's status) is covered by the constant.
-  constexpr size_t kOverhead = 64;
-  const kernels::AlgorithmFacts* f = nullptr;
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
-      if ((f = kernels::FindByApiValue(op.keygen().algorithm())) && f->family != Family::kHash) {
-        return kOverhead + f->public_key_bytes + f->private_key_bytes + f->seed_bytes +
-               (op.keygen().hold() ? 128 : 0);
-      }
-      break;
+      return AnswerBytesBound(op.keygen());
     case pqc::v1::Operation::kEncaps:
-      if ((f = kernels::FindByApiValue(op.encaps().algorithm())) && f->family == Family::kKem) {
-        return kOverhead + f->ciphertext_bytes + f->secret_bytes;
-      }
-      break;
+      return AnswerBytesBound(op.encaps());
     case pqc::v1::Operation::kDecaps:
-      if ((f = kernels::FindByApiValue(op.decaps().algorithm())) && f->family == Family::kKem) {
-        return kOverhead + f->secret_bytes;
-      }
-      break;
+      return AnswerBytesBound(op.decaps());
     case pqc::v1::Operation::kSign:
-      if ((f = kernels::FindByApiValue(op.sign().algorithm())) && f->family == Family::kDsa) {
-        return kOverhead + f->signature_bytes;
-      }
-      break;
+      return AnswerBytesBound(op.sign());
+    case pqc::v1::Operation::kVerify:
+      return AnswerBytesBound(op.verify());
     case pqc::v1::Operation::kHash:
-      if ((f = kernels::FindByApiValue(op.hash().algorithm())) && f->family == Family::kHash) {
-        return kOverhead + (f->xof && op.hash().output_length() != 0 ? op.hash().output_length()
-                                                                     : f->digest_bytes);
-      }
-      break;
+      return AnswerBytesBound(op.hash());
     default:
-      break;
+      return kDefaultAnswerBound;
   }
-  // Held keys (algorithm left unspecified), Verify, invalid operations: a key-sized bound.
-  return kOverhead + kLargestSignature;
 }
 
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,

@@ -106,8 +106,15 @@ absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
                               OpState* st, GivenKeys* given = nullptr);
 // An upper bound of the bytes the operation's answer takes in a response (cheap: no validation).
-// Batch and Stream budget their answers with it before anything is allocated or computed.
+// Batch and Stream budget their answers with it before anything is allocated or computed, and
+// every call charges it to the memory account (bounds.h).
 size_t AnswerBytesBound(const pqc::v1::Operation& op);
+size_t AnswerBytesBound(const pqc::v1::KeyGenRequest& r);
+size_t AnswerBytesBound(const pqc::v1::EncapsRequest& r);
+size_t AnswerBytesBound(const pqc::v1::DecapsRequest& r);
+size_t AnswerBytesBound(const pqc::v1::SignRequest& r);
+size_t AnswerBytesBound(const pqc::v1::VerifyRequest& r);
+size_t AnswerBytesBound(const pqc::v1::HashRequest& r);
 // Writes a non-OK status into an OperationResult (clearing any partial result).
 void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "audit.h"
+#include "bounds.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -191,6 +193,23 @@ class KeysHealth {
   bool draining_ = false;
 };
 
+// The per-owner locked-memory budget: --locked-memory-per-owner, but at most an eighth of a finite
+// RLIMIT_MEMLOCK, so that no one owner can lock the whole allowance (0: unlimited).
+size_t LockedBytesPerOwner(const Config& config, spdlog::logger& log) {
+  if (config.locked_memory_per_owner_kib == 0) return 0;
+  size_t bytes = size_t{config.locked_memory_per_owner_kib} << 10;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur / 8 < bytes) {
+    bytes = static_cast<size_t>(rl.rlim_cur / 8);
+    log.info(
+        "held keys: at most {} bytes of locked memory per identity (an eighth of "
+        "RLIMIT_MEMLOCK {}; --locked-memory-per-owner asks for {} KiB)",
+        bytes, rl.rlim_cur, config.locked_memory_per_owner_kib);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int DaemonMain(int argc, char** argv) {
@@ -237,6 +256,8 @@ int DaemonMain(int argc, char** argv) {
   ks_options.allow_shared_kek_file = config.allow_shared_kek_file;
   ks_options.max_keys_per_owner = config.max_keys_per_owner;
   ks_options.max_versions_per_key = config.max_versions_per_key;
+  ks_options.max_locked_bytes_per_owner = LockedBytesPerOwner(config, *log);
+  ks_options.max_plain_bytes_per_owner = size_t{config.key_memory_per_owner_kib} << 10;
   ks_options.migrate_owner = [local = config.legacy_local_owner](const std::string& owner) {
     return MigrateLegacyOwner(owner, local);
   };
@@ -388,7 +409,8 @@ int DaemonMain(int argc, char** argv) {
   if (!config.unix_socket.empty()) {
     auto listener = UnixListener::Listen(
         {config.unix_socket, static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8)),
-         config.max_unix_connections, log});
+         config.max_unix_connections, config.max_unix_connections_per_uid,
+         std::chrono::milliseconds(static_cast<int64_t>(config.handshake_timeout_s * 1000)), log});
     if (!listener.ok()) {
       log->critical("{}", std::string(listener.status().message()));
       return 1;
@@ -410,6 +432,24 @@ int DaemonMain(int argc, char** argv) {
   KeyUseAuditor refusals(to_audit, std::chrono::seconds(10), 1024, {}, /*background_flush=*/true,
                          "refusal");
   ctx.refusals = &refusals;
+  // Whole-daemon bounds: long-lived calls and memory, in total and per identity (bounds.h).
+  CallSlots streams(config.max_streams, config.max_streams_per_identity, "Streams", "--max-streams",
+                    "--max-streams-per-identity");
+  CallSlots hash_streams(config.max_hash_streams, config.max_hash_streams_per_identity,
+                         "HashStreams", "--max-hash-streams", "--max-hash-streams-per-identity");
+  MemoryAccount memory(size_t{config.memory_limit_mb} << 20,
+                       size_t{config.memory_per_identity_mb} << 20);
+  UnreadAnswers unread(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config.unread_answer_timeout_s)));
+  ctx.streams = &streams;
+  ctx.hash_streams = &hash_streams;
+  ctx.memory = &memory;
+  ctx.unread = &unread;
+  metrics.SetBoundsSource([&] {
+    return Metrics::Bounds{memory.charged(),      memory.refused(),    unread.cancelled(),
+                           streams.open(),        hash_streams.open(), streams.refused(),
+                           hash_streams.refused()};
+  });
   CryptoService crypto(&ctx);
   KeysService keys(&ctx);
 
@@ -425,6 +465,10 @@ int DaemonMain(int argc, char** argv) {
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              static_cast<int>(config.max_concurrent_streams));
+  // A TCP connection that has not completed its handshake within --handshake-timeout is closed
+  // (gRPC's default is two minutes). The Unix socket's own listener applies the same timeout.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(config.handshake_timeout_s * 1000));
   builder.RegisterService(&crypto);
   builder.RegisterService(&keys);
 
@@ -458,7 +502,15 @@ int DaemonMain(int argc, char** argv) {
     log->critical("cannot listen on {}", config.listen);
     return 1;
   }
-  if (unix_listener) unix_listener->Start(server.get());
+  if (unix_listener) {
+    unix_listener->Start(server.get());
+    metrics.SetUnixConnectionsSource([l = unix_listener.get()] {
+      const UnixListener::Open o = l->open();
+      const UnixListener::Refusals r = l->refusals();
+      return Metrics::UnixConnections{o.handed,    o.pending,           r.limit,
+                                      r.uid_limit, r.handshake_timeout, r.not_http2};
+    });
+  }
 
   int metrics_port = 0;
   if (!config.metrics_listen.empty()) {
@@ -530,6 +582,7 @@ int DaemonMain(int argc, char** argv) {
   }
   const int64_t left = ctx.inflight.load();
   if (left > 0 && !forced) log->warn("grace period over: cancelling {} request(s)", left);
+  metrics.SetUnixConnectionsSource(nullptr);
   if (unix_listener) unix_listener->Stop();  // no connections are handed over from here on
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   log->debug("gRPC server shut down");
@@ -542,6 +595,7 @@ int DaemonMain(int argc, char** argv) {
   metrics.SetHeldKeysSource(nullptr);
   metrics.SetKeyRefusalsSource(nullptr);
   metrics.SetKeyStoreLinkSource(nullptr);
+  metrics.SetBoundsSource(nullptr);
   store->reset();  // zeroizes the held keys
   if (tls_files) tls_files->RemoveCopies();
   server.reset();

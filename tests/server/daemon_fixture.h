@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grpcpp/grpcpp.h"
@@ -73,10 +74,30 @@ class Daemon {
   std::string log_path_;
 };
 
-// HTTP GET of http://127.0.0.1:port/path; returns the body ("" on failure).
-std::string HttpGet(int port, const std::string& path);
+// Runs pqcd_identity_helper (identity_helper.cc) as `uid` against the Unix socket `sock`: fork,
+// drop to uid, exec (the child uses no gRPC before exec). Returns what it printed ("error <code>"
+// for a failed call), or "helper failed: ..." when it could not run.
+std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& op,
+                        const std::string& key_id);
+
+// HTTP GET of http://127.0.0.1:port/path; returns the body ("" on failure, or when connecting or
+// any read takes longer than `timeout`).
+std::string HttpGet(int port, const std::string& path,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Value of a sample line "name{labels} value" ("name value" when labels empty); -1 if absent.
 double MetricValue(const std::string& text, const std::string& name_and_labels);
+
+// Polls `done` every 100 ms until it holds or `timeout` passes; returns whether it held (tests
+// wait for a condition this way, with a generous deadline, instead of sleeping and asserting).
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
 
 // Runs a shell command; returns its exit status.
 int Shell(const std::string& command);

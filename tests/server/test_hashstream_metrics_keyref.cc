@@ -24,9 +24,12 @@ class EdgesTest : public ::testing::Test {
   static void SetUpTestSuite() {
     daemon_ = new Daemon;
     // Output cap and message size raised for the heavy expired Batch below (240 x 256 KiB).
+    // Heavy Batches (256 KiB SHAKE outputs) need the output cap, the message size and the memory
+    // account (tested in tests/adversarial/test_memory.cc) raised above their defaults.
     ASSERT_TRUE(daemon_->Start({"--workers", "1", "--max-field-bytes", "4096", "--max-output-bytes",
-                                "262144", "--max-message-bytes", "67108864", "--allow-insecure-tcp",
-                                "--log-level", "warn"}));
+                                "262144", "--max-message-bytes", "67108864", "--memory-limit", "0",
+                                "--memory-per-identity", "0", "--allow-insecure-tcp", "--log-level",
+                                "warn"}));
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->log();

@@ -42,17 +42,6 @@ void WriteFile(const std::string& path, const std::string& data) {
   ASSERT_EQ(std::rename((path + ".tmp").c_str(), path.c_str()), 0);
 }
 
-// Polls `done` until it holds or `timeout` passes (no timing assertion: the deadline is generous).
-template <typename F>
-bool Eventually(F done, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 // A CA pair (ca1, ca2), a server certificate under each, and client certificates under ca1.
 class Pki {
  public:
@@ -258,42 +247,6 @@ TEST(IdentityTest, UnixCallerIsItsUid) {
   // Plain TCP stays anonymous (and may not hold keys).
   EXPECT_EQ(HoldAndGetOwner(named.Channel(), "tcp").rfind("error 7", 0), 0u);
   EXPECT_EQ(named.Terminate(), 0);
-}
-
-// Runs the helper as `uid` (fork, drop to uid, exec: the child uses no gRPC before exec).
-std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& op,
-                        const std::string& key_id) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  std::vector<std::string> args = {PQCD_IDENTITY_HELPER, sock, op, key_id};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = {"ASAN_OPTIONS=detect_leaks=0", "PATH=/usr/bin:/bin"};
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(126);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[512];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return "helper failed: status " + std::to_string(status) + " " + out;
-  }
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
 }
 
 TEST(IdentityTest, TwoUidsOnTheUnixSocketAreSeparate) {

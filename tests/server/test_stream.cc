@@ -71,9 +71,10 @@ class StreamTest : public ::testing::Test {
     ASSERT_TRUE(
         daemon_->Start({"--workers", "1", "--max-stream-inflight", "64", "--max-batch-items", "256",
                         "--inline-crypto", "false", "--log-level", "warn",
-                        // Heavy items (256 KiB of SHAKE output) need the output cap and the
-                        // Stream byte budget raised above their defaults.
-                        "--max-output-bytes", "262144", "--max-stream-bytes", "134217728"}));
+                        // Heavy items (256 KiB of SHAKE output) need the output cap, the
+                        // Stream byte budget and the memory account raised above their defaults.
+                        "--max-output-bytes", "262144", "--max-stream-bytes", "134217728",
+                        "--memory-limit", "0", "--memory-per-identity", "0"}));
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->log();

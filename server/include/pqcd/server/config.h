@@ -25,6 +25,8 @@ struct Config {
   std::vector<std::string> unix_users;  // --unix-user NAME=UID, as given
   std::map<uint32_t, std::string> unix_user_names;  // parsed --unix-user: uid -> name
   uint32_t max_unix_connections = 1024;             // Unix socket connections at once
+  uint32_t max_unix_connections_per_uid = 256;      // ... from one uid
+  double handshake_timeout_s = 5.0;                 // to complete the HTTP/2 (and TLS) handshake
   std::string tls_min_version = "1.2";              // 1.2 or 1.3
   std::string legacy_local_owner;  // owner given to keys that the old code stored as "local"
   std::string data_dir;            // held keys persisted here; "": memory only
@@ -35,6 +37,11 @@ struct Config {
   // Held keys (not versions) per identity; 0: unlimited.
   uint32_t max_keys_per_owner = 1000;
   uint32_t max_versions_per_key = 100;  // Rotate refuses past it (0: unlimited)
+  // KiB of locked memory one owner's held keys may take (0: unlimited); at most an eighth of a
+  // finite RLIMIT_MEMLOCK is used.
+  uint32_t locked_memory_per_owner_kib = 16384;
+  // KiB of ordinary memory (public keys, labels) one owner's held key versions may take.
+  uint32_t key_memory_per_owner_kib = 65536;
   // KEK rotation mode: re-seal --data-dir under the KEK in this file, print a summary and exit.
   std::string rotate_kek_to;
   // Held keys in PostgreSQL (a postgres:// URI; may carry a password: never logged), shared by
@@ -67,10 +74,19 @@ struct Config {
   double hash_stream_idle_s = 30.0;             // per HashStream: longest gap between messages
   double hash_stream_max_s = 3600.0;            // per HashStream: longest duration
   uint32_t max_hash_streams = 64;               // concurrent HashStreams
-  uint32_t key_queue = 64;                      // queued key-management requests
-  uint32_t grpc_memory_mb = 256;                // gRPC ResourceQuota (buffers of every call)
-  uint32_t max_concurrent_streams = 128;        // per connection (HTTP/2 streams)
-  std::string port_file;                        // the selected TCP port is written here
+  uint32_t max_hash_streams_per_identity = 16;  // ... of one caller identity
+  uint32_t max_streams = 512;                   // concurrent Stream calls
+  uint32_t max_streams_per_identity = 32;       // ... of one caller identity
+  // Requests being computed and answers not yet taken, over all callers and per identity (MiB;
+  // 0: unlimited), and how long an answer may wait for its client to take it.
+  // The default fits the sidecar manifest's 256 MiB pod beside the daemon's own ~50 MiB.
+  uint32_t memory_limit_mb = 192;
+  uint32_t memory_per_identity_mb = 64;
+  double unread_answer_timeout_s = 30.0;
+  uint32_t key_queue = 64;                // queued key-management requests
+  uint32_t grpc_memory_mb = 256;          // gRPC ResourceQuota (buffers of every call)
+  uint32_t max_concurrent_streams = 128;  // per connection (HTTP/2 streams)
+  std::string port_file;                  // the selected TCP port is written here
   // Freed heap memory glibc keeps mapped instead of returning it to the kernel (M_TRIM_THRESHOLD;
   // also the M_MMAP_THRESHOLD cap): without it every large message buffer costs fresh page faults.
   uint32_t malloc_retain_mb = 64;

@@ -48,9 +48,35 @@ class Metrics {
     uint64_t syncs = 0;
   };
   void SetKeyStoreLinkSource(std::function<KeyStoreLink()> source);
+  // The Unix socket's connections (pqcd_unix_connections*), read at scrape time; only exported
+  // when the daemon listens on one.
+  struct UnixConnections {
+    size_t open = 0;
+    size_t pending = 0;
+    uint64_t refused_limit = 0;
+    uint64_t refused_uid_limit = 0;
+    uint64_t refused_handshake_timeout = 0;
+    uint64_t refused_not_http2 = 0;
+  };
+  void SetUnixConnectionsSource(std::function<UnixConnections()> source);
+  // The whole-daemon bounds (bounds.h), read at scrape time.
+  struct Bounds {
+    size_t memory_held = 0;
+    uint64_t memory_refused = 0;
+    uint64_t unread_cancelled = 0;
+    uint32_t streams_open = 0;
+    uint32_t hash_streams_open = 0;
+    uint64_t streams_refused = 0;
+    uint64_t hash_streams_refused = 0;
+  };
+  void SetBoundsSource(std::function<Bounds()> source);
   // A HashStream digest (computed outside the engine) counts in pqcd_operations_total.
   void CountStreamedHash(const std::string& algorithm);
 
+  // The HTTP endpoint's threads (one per connection being served) and how long it waits for a
+  // client's request or for a client to take the answer.
+  static constexpr int kMetricsThreads = 16;
+  static constexpr int kMetricsRequestTimeoutMs = 2000;
   // Starts the HTTP endpoint (path /metrics). Returns the bound port.
   int Serve(const std::string& listen_address);
   // Stops the HTTP endpoint.

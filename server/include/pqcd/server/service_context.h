@@ -23,6 +23,9 @@ namespace pqcd::server {
 
 class KeyStore;
 class KeyUseAuditor;
+class CallSlots;
+class MemoryAccount;
+class UnreadAnswers;
 
 struct ServiceContext {
   const Config* config = nullptr;
@@ -36,6 +39,11 @@ struct ServiceContext {
   // key id, action and code) per window in full, the repeats as one summary line); null: each
   // refusal is one line.
   KeyUseAuditor* refusals = nullptr;
+  // Whole-daemon bounds (bounds.h); null: unbounded (unit tests, the fuzz target).
+  CallSlots* streams = nullptr;       // --max-streams, --max-streams-per-identity
+  CallSlots* hash_streams = nullptr;  // --max-hash-streams, --max-hash-streams-per-identity
+  MemoryAccount* memory = nullptr;    // --memory-limit, --memory-per-identity
+  UnreadAnswers* unread = nullptr;    // --unread-answer-timeout
   IdentityPolicy identity_policy;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<spdlog::logger> audit;
