@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -230,6 +231,48 @@ TEST(OpsTest, MetricsAddUpAndPassPromtool) {
     EXPECT_TRUE(out.empty()) << out;
   } else {
     GTEST_LOG_(WARNING) << "promtool not installed: lint skipped";
+  }
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+// The metric contract is server/METRICS.md: every family the daemon exports is listed there, and
+// every listed one is exported (the PostgreSQL key store's only with that store), so a metric
+// added in one place only fails here.
+TEST(OpsTest, ExportedMetricsAreTheDocumentedOnes) {
+  std::ifstream doc(PQCD_METRICS_DOC);
+  ASSERT_TRUE(doc) << PQCD_METRICS_DOC;
+  std::set<std::string> listed, optional;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("- ", 0) != 0) continue;
+    const size_t end = line.find_first_of(" {", 2);
+    const std::string name = line.substr(2, end - 2);
+    if (name.rfind("pqcd_", 0) != 0 && name.rfind("process_", 0) != 0) continue;
+    (line.find("PostgreSQL key store only") != std::string::npos ? optional : listed).insert(name);
+  }
+  ASSERT_GT(listed.size(), 20u);
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--unix", d.dir() / "s.sock"}));
+  HashRequest hr;  // requests_total and the histograms have series once a request ran
+  hr.set_algorithm(SHA3_256);
+  HashResponse h;
+  ASSERT_TRUE(d.Crypto()->Hash(Ctx().get(), hr, &h).ok());
+  std::set<std::string> exported;
+  ASSERT_TRUE(Eventually([&] {
+    exported.clear();
+    std::istringstream in(HttpGet(d.metrics_port(), "/metrics"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("# TYPE ", 0) != 0) continue;
+      const std::string name = line.substr(7, line.find(' ', 7) - 7);
+      if (name.rfind("exposer_", 0) != 0) exported.insert(name);  // prometheus-cpp's own
+    }
+    return exported.contains("pqcd_request_duration_seconds");
+  }));
+  for (const std::string& name : exported) {
+    EXPECT_TRUE(listed.contains(name) || optional.contains(name))
+        << name << " is exported but not in server/METRICS.md";
+  }
+  for (const std::string& name : listed) {
+    EXPECT_TRUE(exported.contains(name)) << name << " is in server/METRICS.md but not exported";
   }
   EXPECT_EQ(d.Terminate(), 0);
 }
