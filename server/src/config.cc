@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
@@ -71,6 +72,57 @@ class JsonConfig : public CLI::Config {
     return items;
   }
 };
+
+// The effective configuration, read back from the parser itself so that every flag appears
+// without being listed again: each option under its JSON config key (the flag name with '_'),
+// with the value given (command line, environment or config file) or its default. Typed as the
+// option is (flags as booleans, numbers as numbers); paths of key files and the database URI's
+// password are not shown.
+std::string EffectiveConfigJson(const CLI::App& app) {
+  static const std::set<std::string> kHidden = {"tls-key", "kek-file", "rotate-kek-to"};
+  nlohmann::json j = nlohmann::json::object();
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string flag = opt->get_name(false, true);
+    if (flag.rfind("--", 0) != 0 || flag == "--help" || flag == "--version") continue;
+    const std::string name = flag.substr(2);
+    std::string key = name;
+    std::replace(key.begin(), key.end(), '-', '_');
+    const bool repeatable = opt->get_expected_max() > 1;
+    std::vector<std::string> values = opt->results();
+    if (values.empty() && !repeatable && !opt->get_default_str().empty()) {
+      values = {opt->get_default_str()};
+    }
+    const std::string type = opt->get_type_name();
+    auto typed = [&](const std::string& v) -> nlohmann::json {
+      if (opt->get_expected_min() == 0 || type.rfind("BOOLEAN", 0) == 0) {
+        return v == "true" || v == "1" || v == "on" || v == "yes";
+      }
+      try {
+        if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0) return std::stoll(v);
+        if (type.rfind("FLOAT", 0) == 0) return std::stod(v);
+      } catch (const std::exception&) {
+      }
+      return v;
+    };
+    if (repeatable) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& v : values) arr.push_back(typed(v));
+      j[key] = std::move(arr);
+    } else if (opt->get_expected_min() == 0) {
+      j[key] = !values.empty() && typed(values.back()).get<bool>();
+    } else {
+      const std::string v = values.empty() ? std::string() : values.back();
+      if (kHidden.contains(name)) {
+        j[key] = v.empty() ? "" : "<set>";
+      } else if (name == "key-store") {
+        j[key] = v.empty() ? "" : pqcd::server::internal::RedactDsn(v);
+      } else {
+        j[key] = typed(v);
+      }
+    }
+  }
+  return j.dump();
+}
 
 }  // namespace
 
@@ -264,6 +316,7 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
     return absl::InvalidArgumentError(e.what());
   }
   c.config_file = app.get_config_ptr()->as<std::string>();
+  result.effective_json = EffectiveConfigJson(app);
 
   if (c.listen == "none") c.listen.clear();
   if (c.metrics_listen == "none") c.metrics_listen.clear();
@@ -344,70 +397,6 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
     }
   }
   return result;
-}
-
-std::string ConfigToJson(const Config& c) {
-  nlohmann::json j;
-  j["listen"] = c.listen;
-  j["unix"] = c.unix_socket;
-  j["unix_mode"] = c.unix_mode;
-  j["tls_cert"] = c.tls_cert;
-  j["tls_key"] = c.tls_key.empty() ? "" : "<set>";  // a path, but treat it as sensitive
-  j["tls_client_ca"] = c.tls_client_ca;
-  j["allow_insecure_tcp"] = c.allow_insecure_tcp;
-  j["admin"] = c.admins;
-  j["allow_admin_key_use"] = c.allow_admin_key_use;
-  j["audit_key_use"] = c.audit_key_use;
-  j["unix_user"] = c.unix_users;
-  j["max_unix_connections"] = c.max_unix_connections;
-  j["max_unix_connections_per_uid"] = c.max_unix_connections_per_uid;
-  j["handshake_timeout"] = c.handshake_timeout_s;
-  j["tls_min_version"] = c.tls_min_version;
-  j["legacy_local_owner"] = c.legacy_local_owner;
-  j["data_dir"] = c.data_dir;
-  j["kek_file"] = c.kek_file.empty() ? "" : "<set>";
-  j["allow_shared_kek_file"] = c.allow_shared_kek_file;
-  j["max_keys_per_owner"] = c.max_keys_per_owner;
-  j["max_versions_per_key"] = c.max_versions_per_key;
-  j["locked_memory_per_owner"] = c.locked_memory_per_owner_kib;
-  j["key_memory_per_owner"] = c.key_memory_per_owner_kib;
-  j["rotate_kek_to"] = c.rotate_kek_to.empty() ? "" : "<set>";
-  j["key_store"] = c.key_store.empty() ? "" : pqcd::server::internal::RedactDsn(c.key_store);
-  j["key_store_reconcile_interval"] = c.key_store_reconcile_interval_s;
-  j["key_store_max_staleness"] = c.key_store_max_staleness_s;
-  j["import_data_dir"] = c.import_data_dir;
-  j["metrics_listen"] = c.metrics_listen;
-  j["workers"] = c.workers;
-  j["queue_capacity"] = c.queue_capacity;
-  j["max_batch"] = c.max_batch;
-  j["isa"] = c.isa;
-  j["log_level"] = c.log_level;
-  j["log_format"] = c.log_format;
-  j["config"] = c.config_file;
-  j["grace_period"] = c.grace_period_s;
-  j["max_message_bytes"] = c.max_message_bytes;
-  j["max_field_bytes"] = c.max_field_bytes;
-  j["max_batch_items"] = c.max_batch_items;
-  j["max_stream_inflight"] = c.max_stream_inflight;
-  j["max_output_bytes"] = c.max_output_bytes;
-  j["max_stream_bytes"] = c.max_stream_bytes;
-  j["hash_stream_max_bytes"] = c.hash_stream_max_bytes;
-  j["hash_stream_idle"] = c.hash_stream_idle_s;
-  j["hash_stream_max_duration"] = c.hash_stream_max_s;
-  j["max_hash_streams"] = c.max_hash_streams;
-  j["max_hash_streams_per_identity"] = c.max_hash_streams_per_identity;
-  j["max_streams"] = c.max_streams;
-  j["max_streams_per_identity"] = c.max_streams_per_identity;
-  j["memory_limit"] = c.memory_limit_mb;
-  j["memory_per_identity"] = c.memory_per_identity_mb;
-  j["unread_answer_timeout"] = c.unread_answer_timeout_s;
-  j["key_queue"] = c.key_queue;
-  j["grpc_memory_mb"] = c.grpc_memory_mb;
-  j["max_concurrent_streams"] = c.max_concurrent_streams;
-  j["port_file"] = c.port_file;
-  j["malloc_retain_mb"] = c.malloc_retain_mb;
-  j["inline_crypto"] = c.inline_crypto;
-  return j.dump();
 }
 
 }  // namespace pqcd::server

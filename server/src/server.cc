@@ -248,7 +248,7 @@ int DaemonMain(int argc, char** argv) {
   audit->set_level(config.log_level == "off" ? spdlog::level::off : spdlog::level::info);
   // Libraries that log through spdlog's default logger (the engine) use the same format and stream.
   spdlog::set_default_logger(log);
-  log->info("pqcd {} starting, config {}", PQCD_VERSION, ConfigToJson(config));
+  log->info("pqcd {} starting, config {}", PQCD_VERSION, parsed->effective_json);
 
   KeyStoreOptions ks_options;
   ks_options.data_dir = config.data_dir;

@@ -2,12 +2,15 @@
 // aggregated key-use audit (no daemon).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "audit.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "pqcd/server/config.h"
 #include "pqcd/server/identity.h"
 
@@ -230,6 +233,46 @@ TEST(KeyUseAuditor, HostileValuesCannotForgeLines) {
     EXPECT_EQ(l.find('\n'), std::string::npos);
     EXPECT_LT(l.size(), 512u) << l;
   }
+}
+
+// The start-up log's effective configuration holds every flag --help lists (read back from the
+// parser, not listed again), typed, and without key file paths or the database password.
+TEST(Config, EffectiveJsonHasEveryFlagAndNoSecrets) {
+  std::vector<const char*> args = {"pqcd",
+                                   "--workers",
+                                   "3",
+                                   "--kek-file",
+                                   "/k/kek",
+                                   "--key-store",
+                                   "postgres://u:hunter2@db/pqcd",
+                                   "--admin",
+                                   "tls:dns:a",
+                                   "--admin",
+                                   "tls:dns:b"};
+  auto parsed = ParseConfig(static_cast<int>(args.size()), args.data());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto j = nlohmann::json::parse(parsed->effective_json);
+  EXPECT_EQ(j["workers"], 3);
+  EXPECT_EQ(j["allow_insecure_tcp"], false);
+  EXPECT_EQ(j["inline_crypto"], true);
+  EXPECT_EQ(j["listen"], "127.0.0.1:50051");
+  EXPECT_EQ(j["admin"], nlohmann::json::array({"tls:dns:a", "tls:dns:b"}));
+  EXPECT_EQ(j["kek_file"], "<set>");
+  EXPECT_EQ(parsed->effective_json.find("hunter2"), std::string::npos) << parsed->effective_json;
+  EXPECT_EQ(parsed->effective_json.find("/k/kek"), std::string::npos);
+  std::vector<const char*> help = {"pqcd", "--help"};
+  auto h = ParseConfig(2, help.data());
+  ASSERT_TRUE(h.ok());
+  std::regex flag("--([a-z0-9-]+)");
+  size_t n = 0;
+  for (std::sregex_iterator it(h->output.begin(), h->output.end(), flag), end; it != end; ++it) {
+    std::string key = (*it)[1];
+    if (key == "help" || key == "version") continue;
+    std::replace(key.begin(), key.end(), '-', '_');
+    EXPECT_TRUE(j.contains(key)) << key;
+    ++n;
+  }
+  EXPECT_GT(n, 50u);
 }
 
 TEST(Config, AdminMustBeTyped) {

@@ -103,11 +103,10 @@ struct ParseResult {
   bool exit_now = false;  // --help / --version handled
   int exit_code = 0;
   std::string output;  // what to print when exit_now
+  // The effective configuration as JSON (every flag under its config-file key, given or default),
+  // for the start-up log: no key file paths, no database password.
+  std::string effective_json;
 };
 absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv);
-
-// The effective configuration as JSON, without secrets (paths of key files are shown, never
-// contents).
-std::string ConfigToJson(const Config& config);
 
 }  // namespace pqcd::server
