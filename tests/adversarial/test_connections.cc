@@ -130,6 +130,20 @@ TEST(Connections, NotHttp2IsClosedAtOnce) {
   EXPECT_EQ(d.Terminate(), 0);
 }
 
+// The same on TCP: gRPC's own handshake timeout is set to --handshake-timeout, so a connection
+// that sends half a preface is closed too.
+TEST(Connections, HalfOpenTcpConnectionIsClosed) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--handshake-timeout", "1"}));
+  const int fd = TcpConnect(d.port());
+  ASSERT_GE(fd, 0);
+  (void)::send(fd, "PRI * HTTP/2.0\r\n", 16, MSG_NOSIGNAL);
+  EXPECT_TRUE(Eventually([&] { return ClosedByPeer(fd); }, seconds(10)));
+  ::close(fd);
+  EXPECT_GE(MetricValue(HttpGet(d.metrics_port(), "/metrics"), "pqcd_selftest_passed"), 1);
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
 // Eight clients that send part of a request line and stall do not take /metrics down, and the
 // endpoint drops them itself.
 TEST(Metrics, StalledRequestsDoNotBlockTheEndpoint) {
