@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -189,8 +190,28 @@ TEST(MemoryAccount, UnreadAnswersAreBoundedPerIdentityAndFreed) {
   })) << d.log();
   // The anonymous identity holds at most its share (--memory-per-identity, 64 MiB by default).
   EXPECT_LE(Metric(d, "pqcd_memory_held_bytes"), 64.0 * (1 << 20));
-  // Another identity (the Unix socket's uid) is served meanwhile.
-  EXPECT_TRUE(HashServedOnUnix(sock)) << d.log();
+  // Another identity (the Unix socket's uid) is served meanwhile. Its latency is recorded as a
+  // test property (bench/RESULTS.md quotes it), not asserted: tests do not time things.
+  {
+    auto stub =
+        Crypto::NewStub(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+    std::vector<double> ms;
+    for (int i = 0; i < 50; ++i) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+      HashRequest req;
+      req.set_algorithm(SHA3_256);
+      req.set_data("abc");
+      HashResponse resp;
+      const auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(stub->Hash(&ctx, req, &resp).ok()) << d.log();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    RecordProperty("bystander_hash_p50_ms", std::to_string(ms[ms.size() / 2]));
+    RecordProperty("bystander_hash_p99_ms", std::to_string(ms[ms.size() * 99 / 100]));
+  }
   rss_peak = std::max(rss_peak, RssKiB(d.pid()));
   EXPECT_LT(rss_peak - rss_before, 512L * 1024)
       << "RSS grew from " << rss_before << " to " << rss_peak << " KiB";
