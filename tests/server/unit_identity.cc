@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -273,6 +274,22 @@ TEST(Config, EffectiveJsonHasEveryFlagAndNoSecrets) {
     ++n;
   }
   EXPECT_GT(n, 50u);
+}
+
+// server/README.md's flag list names every flag --help lists.
+TEST(Config, ReadmeListsEveryFlag) {
+  std::ifstream in(PQCD_SERVER_README);
+  ASSERT_TRUE(in) << PQCD_SERVER_README;
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<const char*> help = {"pqcd", "--help"};
+  auto h = ParseConfig(2, help.data());
+  ASSERT_TRUE(h.ok());
+  std::regex flag("--([a-z0-9-]+)");
+  for (std::sregex_iterator it(h->output.begin(), h->output.end(), flag), end; it != end; ++it) {
+    const std::string name = (*it)[0];
+    EXPECT_TRUE(std::regex_search(readme, std::regex(name + "([^a-z0-9-]|$)")))
+        << name << " is not in server/README.md";
+  }
 }
 
 TEST(Config, AdminMustBeTyped) {
