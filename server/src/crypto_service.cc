@@ -56,8 +56,17 @@ class OpsReactor final : public grpc::ServerUnaryReactor {
   OpState* op(size_t i) { return &ops_[i]; }
   size_t n_ops() const { return n_ops_; }
 
-  // What the call holds in the memory account until gRPC is done with it.
-  void set_charge(MemoryCharge charge) { charge_ = std::move(charge); }
+  // Charges `bytes` for the caller to the memory account, held until gRPC is done with the call;
+  // false (and the call finished RESOURCE_EXHAUSTED) when the account refuses.
+  bool Charge(const std::string& identity, size_t bytes) {
+    if (ctx_->memory == nullptr) return true;
+    if (absl::Status s = ctx_->memory->Charge(identity, bytes); !s.ok()) {
+      FinishWith(ToGrpc(s));
+      return false;
+    }
+    charge_ = MemoryCharge(ctx_->memory, identity, bytes);
+    return true;
+  }
 
   // Finishes the call with `status` (the code recorded unless the call was cancelled meanwhile).
   // The answer is watched until the client takes it (--unread-answer-timeout).
@@ -112,14 +121,10 @@ grpc::ServerUnaryReactor* CryptoService::Unary(const char* rpc,
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
-  if (ctx_->memory != nullptr) {
-    // The request, and the answer twice: the message and gRPC's serialized copy of it.
-    const size_t bytes = request->ByteSizeLong() + 2 * AnswerBytesBound(*request);
-    if (absl::Status s = ctx_->memory->Charge(caller.identity, bytes); !s.ok()) {
-      reactor->FinishWith(ToGrpc(s));
-      return reactor;
-    }
-    reactor->set_charge(MemoryCharge(ctx_->memory, caller.identity, bytes));
+  // The request, and the answer twice: the message and gRPC's serialized copy of it.
+  if (ctx_->memory != nullptr &&
+      !reactor->Charge(caller.identity, request->ByteSizeLong() + 2 * AnswerBytesBound(*request))) {
+    return reactor;
   }
   OpState* st = reactor->op(0);
   absl::Status s = prepare(ctx_, caller, *request, response, st);
@@ -203,13 +208,9 @@ grpc::ServerUnaryReactor* CryptoService::Batch(grpc::CallbackServerContext* cont
     return reactor;
   }
   const Caller caller = IdentifyCaller(*context, ctx_->identity_policy);
-  if (ctx_->memory != nullptr) {
-    const size_t bytes = request->ByteSizeLong() + 2 * answer_bytes;  // as in Unary
-    if (absl::Status s = ctx_->memory->Charge(caller.identity, bytes); !s.ok()) {
-      reactor->FinishWith(ToGrpc(s));
-      return reactor;
-    }
-    reactor->set_charge(MemoryCharge(ctx_->memory, caller.identity, bytes));
+  if (ctx_->memory != nullptr &&
+      !reactor->Charge(caller.identity, request->ByteSizeLong() + 2 * answer_bytes)) {
+    return reactor;  // as in Unary
   }
   auto* results = response->mutable_results();
   results->Reserve(n);
