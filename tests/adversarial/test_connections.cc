@@ -60,18 +60,6 @@ double Metric(const Daemon& d, const std::string& name_and_labels) {
   return MetricValue(HttpGet(d.metrics_port(), "/metrics"), name_and_labels);
 }
 
-bool HashServed(const std::string& sock) {
-  auto stub =
-      Crypto::NewStub(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
-  HashRequest req;
-  req.set_algorithm(SHA3_256);
-  req.set_data("abc");
-  HashResponse resp;
-  return stub->Hash(&ctx, req, &resp).ok() && resp.digest().size() == 32;
-}
-
 // 100 connections from one uid that send half of the HTTP/2 preface and then nothing: the uid
 // gets at most its share of the socket, another uid is served meanwhile, and every half-open
 // connection is closed by the handshake timeout (default flags otherwise).
@@ -110,7 +98,7 @@ TEST(Connections, HalfOpenUnixFloodIsCappedPerUidAndCleared) {
     EXPECT_TRUE(Eventually([&] { return ClosedByPeer(fd); }, seconds(5)));
     ::close(fd);
   }
-  EXPECT_TRUE(HashServed(sock)) << d.log();
+  EXPECT_TRUE(HashServedOnUnix(sock)) << d.log();
   EXPECT_EQ(d.Terminate(), 0);
 }
 
@@ -126,7 +114,7 @@ TEST(Connections, NotHttp2IsClosedAtOnce) {
   EXPECT_TRUE(Eventually([&] { return ClosedByPeer(fd); }, seconds(10)));
   ::close(fd);
   EXPECT_EQ(Metric(d, "pqcd_unix_connections_refused_total{reason=\"not_http2\"}"), 1);
-  EXPECT_TRUE(HashServed(sock));
+  EXPECT_TRUE(HashServedOnUnix(sock));
   EXPECT_EQ(d.Terminate(), 0);
 }
 

@@ -23,15 +23,6 @@ namespace {
 using namespace pqc::v1;
 using std::chrono::seconds;
 
-long RssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 // An HTTP/2 client written by hand (RFC 9113, HPACK literals only): it announces an initial
 // stream window of 0, so the daemon can send each call's headers but none of its answer. It does
 // answer the connection's SETTINGS and PINGs (from its reader thread), so the connection itself
@@ -149,18 +140,6 @@ std::string HugeBatch() {
     op->mutable_hash()->set_output_length(64 << 10);
   }
   return req.SerializeAsString();
-}
-
-bool HashServedOnUnix(const std::string& sock) {
-  auto stub =
-      Crypto::NewStub(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
-  HashRequest req;
-  req.set_algorithm(SHA3_256);
-  req.set_data("abc");
-  HashResponse resp;
-  return stub->Hash(&ctx, req, &resp).ok() && resp.digest().size() == 32;
 }
 
 double Metric(const Daemon& d, const std::string& name) {

@@ -27,15 +27,6 @@ using std::chrono::seconds;
 
 constexpr long kRssBoundKiB = 256 * 1024;  // growth allowed while attacked
 
-long RssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 std::unique_ptr<grpc::ClientContext> Ctx(milliseconds timeout = seconds(60)) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);

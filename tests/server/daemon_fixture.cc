@@ -224,6 +224,27 @@ std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& o
   return out;
 }
 
+long RssKiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+
+bool HashServedOnUnix(const std::string& sock) {
+  auto stub = pqc::v1::Crypto::NewStub(
+      grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  pqc::v1::HashRequest req;
+  req.set_algorithm(pqc::v1::SHA3_256);
+  req.set_data("abc");
+  pqc::v1::HashResponse resp;
+  return stub->Hash(&ctx, req, &resp).ok() && resp.digest().size() == 32;
+}
+
 std::string HttpGet(int port, const std::string& path, std::chrono::milliseconds timeout) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";

@@ -99,6 +99,11 @@ bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds
   return done();
 }
 
+// The resident set of process `pid` in KiB (VmRSS), -1 if unreadable.
+long RssKiB(pid_t pid);
+// One SHA3-256 Hash over the Unix socket `sock` on a fresh channel: whether it was answered right.
+bool HashServedOnUnix(const std::string& sock);
+
 // Runs a shell command; returns its exit status.
 int Shell(const std::string& command);
 

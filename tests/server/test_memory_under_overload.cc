@@ -31,15 +31,6 @@ using namespace pqc::v1;
 using Clock = std::chrono::steady_clock;
 
 // VmRSS of a process in KiB (-1 if unreadable).
-long RssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 int FloodSeconds() {
   const char* env = std::getenv("PQCD_FLOOD_SECONDS");
   int s = env ? std::atoi(env) : 30;

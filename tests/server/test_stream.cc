@@ -52,15 +52,6 @@ double Metric(const Daemon& d, const std::string& name) {
   return MetricValue(HttpGet(d.metrics_port(), "/metrics"), name);
 }
 
-long RssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 class StreamTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
