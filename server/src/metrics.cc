@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -163,6 +163,20 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     out.push_back(std::move(f));
   }
 
+  // One family with one series per label value (label=value -> sample).
+  static void AddLabelled(std::vector<MetricFamily>& out, const char* name, const char* help,
+                          MetricType type, const char* label,
+                          std::initializer_list<std::pair<const char*, double>> series) {
+    MetricFamily f{name, help, type, {}};
+    for (const auto& [value_label, value] : series) {
+      ClientMetric m;
+      m.label.push_back({label, value_label});
+      (type == MetricType::Counter ? m.counter.value : m.gauge.value) = value;
+      f.metric.push_back(std::move(m));
+    }
+    out.push_back(std::move(f));
+  }
+
   // The standard process metrics (prometheus-cpp does not export them): CPU seconds and resident
   // memory from /proc/self, so that dashboards and pqc-load --server-metrics see the daemon's cost.
   static void AddProcessMetrics(std::vector<MetricFamily>& out) {
@@ -206,20 +220,13 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     out.push_back(std::move(held));
     {
       const KeyRefusals r = key_refusals_ ? key_refusals_() : KeyRefusals{};
-      MetricFamily refused{"pqcd_held_keys_refused_total",
-                           "New held keys refused: reason=memlock (RLIMIT_MEMLOCK exhausted, the "
-                           "key would have been swappable), reason=quota (--max-keys-per-owner, "
-                           "--max-versions-per-key, --locked-memory-per-owner)",
-                           MetricType::Counter,
-                           {}};
-      for (const auto& [reason, value] :
-           {std::pair<const char*, uint64_t>{"memlock", r.memlock}, {"quota", r.quota}}) {
-        ClientMetric m;
-        m.label.push_back({"reason", reason});
-        m.counter.value = static_cast<double>(value);
-        refused.metric.push_back(std::move(m));
-      }
-      out.push_back(std::move(refused));
+      AddLabelled(
+          out, "pqcd_held_keys_refused_total",
+          "New held keys refused: reason=memlock (RLIMIT_MEMLOCK exhausted, the key would "
+          "have been swappable), reason=quota (--max-keys-per-owner, "
+          "--max-versions-per-key, --locked-memory-per-owner, --key-memory-per-owner)",
+          MetricType::Counter, "reason",
+          {{"memlock", static_cast<double>(r.memlock)}, {"quota", static_cast<double>(r.quota)}});
       MetricFamily unprepared{
           "pqcd_held_keys_unprepared_total",
           "Held key versions kept without their prepared form (it could not be locked in memory, "
@@ -246,64 +253,36 @@ class Metrics::EngineCollector : public prometheus::Collectable {
                "Calls cancelled because their answer waited longer than --unread-answer-timeout "
                "for the client to take it",
                static_cast<double>(b.unread_cancelled), MetricType::Counter);
-      MetricFamily open{"pqcd_long_calls_open",
-                        "Stream and HashStream calls open (--max-streams, --max-hash-streams)",
-                        MetricType::Gauge,
-                        {}};
-      MetricFamily refused{"pqcd_long_calls_refused_total",
-                           "Stream and HashStream calls refused: the total or the caller "
-                           "identity's limit was reached",
-                           MetricType::Counter,
-                           {}};
-      for (const auto& [rpc, n_open, n_refused] :
-           {std::tuple<const char*, uint32_t, uint64_t>{"Stream", b.streams_open,
-                                                        b.streams_refused},
-            {"HashStream", b.hash_streams_open, b.hash_streams_refused}}) {
-        ClientMetric o;
-        o.label.push_back({"rpc", rpc});
-        o.gauge.value = static_cast<double>(n_open);
-        open.metric.push_back(std::move(o));
-        ClientMetric r;
-        r.label.push_back({"rpc", rpc});
-        r.counter.value = static_cast<double>(n_refused);
-        refused.metric.push_back(std::move(r));
-      }
-      out.push_back(std::move(open));
-      out.push_back(std::move(refused));
+      AddLabelled(out, "pqcd_long_calls_open",
+                  "Stream and HashStream calls open (--max-streams, --max-hash-streams)",
+                  MetricType::Gauge, "rpc",
+                  {{"Stream", static_cast<double>(b.streams_open)},
+                   {"HashStream", static_cast<double>(b.hash_streams_open)}});
+      AddLabelled(out, "pqcd_long_calls_refused_total",
+                  "Stream and HashStream calls refused: the total or the caller identity's limit "
+                  "was reached",
+                  MetricType::Counter, "rpc",
+                  {{"Stream", static_cast<double>(b.streams_refused)},
+                   {"HashStream", static_cast<double>(b.hash_streams_refused)}});
     }
     if (unix_connections_) {
       const UnixConnections u = unix_connections_();
-      MetricFamily open{"pqcd_unix_connections",
-                        "Connections on the Unix socket: state=open (served by gRPC), "
-                        "state=pending (accepted, HTTP/2 preface not complete yet)",
-                        MetricType::Gauge,
-                        {}};
-      for (const auto& [state, value] :
-           {std::pair<const char*, size_t>{"open", u.open}, {"pending", u.pending}}) {
-        ClientMetric m;
-        m.label.push_back({"state", state});
-        m.gauge.value = static_cast<double>(value);
-        open.metric.push_back(std::move(m));
-      }
-      out.push_back(std::move(open));
-      MetricFamily refused{"pqcd_unix_connections_refused_total",
-                           "Unix socket connections closed by pqcd: reason=limit "
-                           "(--max-unix-connections), uid_limit (--max-unix-connections-per-uid), "
-                           "handshake_timeout (--handshake-timeout), not_http2 (sent something "
-                           "else, or closed before its preface)",
-                           MetricType::Counter,
-                           {}};
-      for (const auto& [reason, value] :
-           {std::pair<const char*, uint64_t>{"limit", u.refused_limit},
-            {"uid_limit", u.refused_uid_limit},
-            {"handshake_timeout", u.refused_handshake_timeout},
-            {"not_http2", u.refused_not_http2}}) {
-        ClientMetric m;
-        m.label.push_back({"reason", reason});
-        m.counter.value = static_cast<double>(value);
-        refused.metric.push_back(std::move(m));
-      }
-      out.push_back(std::move(refused));
+      AddLabelled(
+          out, "pqcd_unix_connections",
+          "Connections on the Unix socket: state=open (served by gRPC), state=pending "
+          "(accepted, HTTP/2 preface not complete yet)",
+          MetricType::Gauge, "state",
+          {{"open", static_cast<double>(u.open)}, {"pending", static_cast<double>(u.pending)}});
+      AddLabelled(out, "pqcd_unix_connections_refused_total",
+                  "Unix socket connections closed by pqcd: reason=limit (--max-unix-connections), "
+                  "uid_limit (--max-unix-connections-per-uid), handshake_timeout "
+                  "(--handshake-timeout), not_http2 (sent something else, or closed before its "
+                  "preface)",
+                  MetricType::Counter, "reason",
+                  {{"limit", static_cast<double>(u.refused_limit)},
+                   {"uid_limit", static_cast<double>(u.refused_uid_limit)},
+                   {"handshake_timeout", static_cast<double>(u.refused_handshake_timeout)},
+                   {"not_http2", static_cast<double>(u.refused_not_http2)}});
     }
     if (key_store_link_) {
       const KeyStoreLink l = key_store_link_();
