@@ -34,7 +34,7 @@
 #include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "mldsa/poly.h"
-#include "mldsa/prehash.h"
+#include "prehash.h"
 #include "mldsa/rider.h"
 #include "mldsa/sample.h"
 #include "pqcd/kernels/algorithms.h"
@@ -120,8 +120,8 @@ absl::Status ComputeMuFromTr(const uint8_t tr[64], Bytes message, const DsaMessa
   if (options.prehash == PreHash::kNone) {
     h.Absorb(message);
   } else {
-    uint8_t tail[mldsa::kPreHashTailMaxBytes];
-    absl::StatusOr<size_t> tail_len = mldsa::PreHashTail(options.prehash, message, tail);
+    uint8_t tail[prehash::kPreHashTailMaxBytes];
+    absl::StatusOr<size_t> tail_len = prehash::PreHashTail(options.prehash, message, tail);
     if (!tail_len.ok()) return tail_len.status();
     h.Absorb(Bytes(tail, *tail_len));
   }
@@ -193,7 +193,7 @@ void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
 // into `prefix`) and tail = the message itself (pure) or OID || PH(M) (copied into `ph_tail`).
 // Options must have passed CheckMessageOptions and must not be external mu.
 constexpr size_t kMuPrefixBytes = 64 + 2 + kMaxContextBytes;
-constexpr size_t kPhTailBytes = mldsa::kPreHashTailMaxBytes;
+constexpr size_t kPhTailBytes = prehash::kPreHashTailMaxBytes;
 absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOptions& options,
                        uint8_t* prefix, uint8_t* ph_tail, uint8_t mu[64], HashJob& job) {
   std::memcpy(prefix, tr, 64);
@@ -210,7 +210,7 @@ absl::Status MakeMuJob(const uint8_t tr[64], Bytes message, const DsaMessageOpti
     job.tail_len = message.size();
     return absl::OkStatus();
   }
-  absl::StatusOr<size_t> tail_len = mldsa::PreHashTail(options.prehash, message, ph_tail);
+  absl::StatusOr<size_t> tail_len = prehash::PreHashTail(options.prehash, message, ph_tail);
   if (!tail_len.ok()) return tail_len.status();
   job.tail = ph_tail;
   job.tail_len = *tail_len;

@@ -1,4 +1,5 @@
-// HashML-DSA (FIPS 204 §5.4, Alg. 4 / 5): the tail OID || PH(M) of M' for a pre-hashed message.
+// HashML-DSA (FIPS 204 §5.4, Alg. 4 / 5) and HashSLH-DSA (FIPS 205 §10.2.2, Alg. 23 / 25): the
+// tail OID || PH(M) of M' for a pre-hashed message; both standards share the functions and OIDs.
 // The pre-hash functions and their OIDs are facts of the registry (kPreHashes in algorithms.h).
 #pragma once
 
@@ -7,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "pqcd/kernels/common.h"
-#include "pqcd/kernels/mldsa.h"
+#include "pqcd/kernels/mldsa.h"  // PreHash
 
-namespace pqcd::kernels::mldsa {
+namespace pqcd::kernels::prehash {
 
 // DER OBJECT IDENTIFIER 2.16.840.1.101.3.4.2.x: tag, length 9, nine content bytes.
 inline constexpr size_t kOidBytes = 11;
@@ -20,4 +21,4 @@ inline constexpr size_t kPreHashTailMaxBytes = kOidBytes + 64;
 // INVALID_ARGUMENT for PreHash::kNone or a value that names no pre-hash.
 absl::StatusOr<size_t> PreHashTail(PreHash ph, Bytes message, uint8_t* out);
 
-}  // namespace pqcd::kernels::mldsa
+}  // namespace pqcd::kernels::prehash

@@ -1,12 +1,12 @@
 // HashML-DSA pre-hash tails: OID || PH(M).
-#include "mldsa/prehash.h"
+#include "prehash.h"
 
 #include <cstring>
 
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/hash.h"
 
-namespace pqcd::kernels::mldsa {
+namespace pqcd::kernels::prehash {
 
 absl::StatusOr<size_t> PreHashTail(PreHash ph, Bytes message, uint8_t* out) {
   const PreHashFacts* p = FindPreHash(ph);
@@ -23,4 +23,4 @@ absl::StatusOr<size_t> PreHashTail(PreHash ph, Bytes message, uint8_t* out) {
   return kOidBytes + hash.digest_bytes;
 }
 
-}  // namespace pqcd::kernels::mldsa
+}  // namespace pqcd::kernels::prehash
