@@ -15,7 +15,25 @@
 
 namespace pqcd::kernels {
 
-enum class DsaAlgorithm : uint8_t { kMlDsa44, kMlDsa65, kMlDsa87 };
+// The signature family's kernel enum: ML-DSA (this header) and SLH-DSA (slhdsa.h), whose rows
+// share the DSA items and operations.
+enum class DsaAlgorithm : uint8_t {
+  kMlDsa44,
+  kMlDsa65,
+  kMlDsa87,
+  kSlhDsaSha2_128s,
+  kSlhDsaSha2_128f,
+  kSlhDsaSha2_192s,
+  kSlhDsaSha2_192f,
+  kSlhDsaSha2_256s,
+  kSlhDsaSha2_256f,
+  kSlhDsaShake128s,
+  kSlhDsaShake128f,
+  kSlhDsaShake192s,
+  kSlhDsaShake192f,
+  kSlhDsaShake256s,
+  kSlhDsaShake256f,
+};
 
 // HashML-DSA pre-hash functions (FIPS 204 §5.4); kNone selects pure ML-DSA.
 enum class PreHash : uint8_t {
