@@ -46,30 +46,30 @@ struct SlhDsaParams {
   }
 };
 
-inline constexpr SlhDsaParams kSlhDsaSha2_128s{"SLH-DSA-SHA2-128s", false, 16, 63, 7, 9, 12,
-                                               14, 4, 30, 7856};
-inline constexpr SlhDsaParams kSlhDsaSha2_128f{"SLH-DSA-SHA2-128f", false, 16, 66, 22, 3, 6,
-                                               33, 4, 34, 17088};
-inline constexpr SlhDsaParams kSlhDsaSha2_192s{"SLH-DSA-SHA2-192s", false, 24, 63, 7, 9, 14,
-                                               17, 4, 39, 16224};
-inline constexpr SlhDsaParams kSlhDsaSha2_192f{"SLH-DSA-SHA2-192f", false, 24, 66, 22, 3, 8,
-                                               33, 4, 42, 35664};
-inline constexpr SlhDsaParams kSlhDsaSha2_256s{"SLH-DSA-SHA2-256s", false, 32, 64, 8, 8, 14,
-                                               22, 4, 47, 29792};
-inline constexpr SlhDsaParams kSlhDsaSha2_256f{"SLH-DSA-SHA2-256f", false, 32, 68, 17, 4, 9,
-                                               35, 4, 49, 49856};
-inline constexpr SlhDsaParams kSlhDsaShake128s{"SLH-DSA-SHAKE-128s", true, 16, 63, 7, 9, 12,
-                                               14, 4, 30, 7856};
-inline constexpr SlhDsaParams kSlhDsaShake128f{"SLH-DSA-SHAKE-128f", true, 16, 66, 22, 3, 6,
-                                               33, 4, 34, 17088};
-inline constexpr SlhDsaParams kSlhDsaShake192s{"SLH-DSA-SHAKE-192s", true, 24, 63, 7, 9, 14,
-                                               17, 4, 39, 16224};
-inline constexpr SlhDsaParams kSlhDsaShake192f{"SLH-DSA-SHAKE-192f", true, 24, 66, 22, 3, 8,
-                                               33, 4, 42, 35664};
-inline constexpr SlhDsaParams kSlhDsaShake256s{"SLH-DSA-SHAKE-256s", true, 32, 64, 8, 8, 14,
-                                               22, 4, 47, 29792};
-inline constexpr SlhDsaParams kSlhDsaShake256f{"SLH-DSA-SHAKE-256f", true, 32, 68, 17, 4, 9,
-                                               35, 4, 49, 49856};
+inline constexpr SlhDsaParams kSlhDsaSha2_128s{
+    "SLH-DSA-SHA2-128s", false, 16, 63, 7, 9, 12, 14, 4, 30, 7856};
+inline constexpr SlhDsaParams kSlhDsaSha2_128f{
+    "SLH-DSA-SHA2-128f", false, 16, 66, 22, 3, 6, 33, 4, 34, 17088};
+inline constexpr SlhDsaParams kSlhDsaSha2_192s{
+    "SLH-DSA-SHA2-192s", false, 24, 63, 7, 9, 14, 17, 4, 39, 16224};
+inline constexpr SlhDsaParams kSlhDsaSha2_192f{
+    "SLH-DSA-SHA2-192f", false, 24, 66, 22, 3, 8, 33, 4, 42, 35664};
+inline constexpr SlhDsaParams kSlhDsaSha2_256s{
+    "SLH-DSA-SHA2-256s", false, 32, 64, 8, 8, 14, 22, 4, 47, 29792};
+inline constexpr SlhDsaParams kSlhDsaSha2_256f{
+    "SLH-DSA-SHA2-256f", false, 32, 68, 17, 4, 9, 35, 4, 49, 49856};
+inline constexpr SlhDsaParams kSlhDsaShake128s{
+    "SLH-DSA-SHAKE-128s", true, 16, 63, 7, 9, 12, 14, 4, 30, 7856};
+inline constexpr SlhDsaParams kSlhDsaShake128f{
+    "SLH-DSA-SHAKE-128f", true, 16, 66, 22, 3, 6, 33, 4, 34, 17088};
+inline constexpr SlhDsaParams kSlhDsaShake192s{
+    "SLH-DSA-SHAKE-192s", true, 24, 63, 7, 9, 14, 17, 4, 39, 16224};
+inline constexpr SlhDsaParams kSlhDsaShake192f{
+    "SLH-DSA-SHAKE-192f", true, 24, 66, 22, 3, 8, 33, 4, 42, 35664};
+inline constexpr SlhDsaParams kSlhDsaShake256s{
+    "SLH-DSA-SHAKE-256s", true, 32, 64, 8, 8, 14, 22, 4, 47, 29792};
+inline constexpr SlhDsaParams kSlhDsaShake256f{
+    "SLH-DSA-SHAKE-256f", true, 32, 68, 17, 4, 9, 35, 4, 49, 49856};
 
 // One class per parameter set; P is one of the constants above.
 template <const SlhDsaParams& P>

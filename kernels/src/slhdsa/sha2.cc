@@ -1,0 +1,229 @@
+// SHA-256 / SHA-512 compression and padding (FIPS 180-4 §5.1, §6.2, §6.4).
+#include "slhdsa/sha2.h"
+
+#include <cstring>
+
+namespace pqcd::kernels::slhdsa {
+namespace {
+
+constexpr uint32_t kK256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+constexpr uint64_t kK512[80] = {
+    0x428a2f98d728ae22, 0x7137449123ef65cd, 0xb5c0fbcfec4d3b2f, 0xe9b5dba58189dbbc,
+    0x3956c25bf348b538, 0x59f111f1b605d019, 0x923f82a4af194f9b, 0xab1c5ed5da6d8118,
+    0xd807aa98a3030242, 0x12835b0145706fbe, 0x243185be4ee4b28c, 0x550c7dc3d5ffb4e2,
+    0x72be5d74f27b896f, 0x80deb1fe3b1696b1, 0x9bdc06a725c71235, 0xc19bf174cf692694,
+    0xe49b69c19ef14ad2, 0xefbe4786384f25e3, 0x0fc19dc68b8cd5b5, 0x240ca1cc77ac9c65,
+    0x2de92c6f592b0275, 0x4a7484aa6ea6e483, 0x5cb0a9dcbd41fbd4, 0x76f988da831153b5,
+    0x983e5152ee66dfab, 0xa831c66d2db43210, 0xb00327c898fb213f, 0xbf597fc7beef0ee4,
+    0xc6e00bf33da88fc2, 0xd5a79147930aa725, 0x06ca6351e003826f, 0x142929670a0e6e70,
+    0x27b70a8546d22ffc, 0x2e1b21385c26c926, 0x4d2c6dfc5ac42aed, 0x53380d139d95b3df,
+    0x650a73548baf63de, 0x766a0abb3c77b2a8, 0x81c2c92e47edaee6, 0x92722c851482353b,
+    0xa2bfe8a14cf10364, 0xa81a664bbc423001, 0xc24b8b70d0f89791, 0xc76c51a30654be30,
+    0xd192e819d6ef5218, 0xd69906245565a910, 0xf40e35855771202a, 0x106aa07032bbd1b8,
+    0x19a4c116b8d2d0c8, 0x1e376c085141ab53, 0x2748774cdf8eeb99, 0x34b0bcb5e19b48a8,
+    0x391c0cb3c5c95a63, 0x4ed8aa4ae3418acb, 0x5b9cca4f7763e373, 0x682e6ff3d6b2b8a3,
+    0x748f82ee5defb2fc, 0x78a5636f43172f60, 0x84c87814a1f0ab72, 0x8cc702081a6439ec,
+    0x90befffa23631e28, 0xa4506cebde82bde9, 0xbef9a3f7b2c67915, 0xc67178f2e372532b,
+    0xca273eceea26619c, 0xd186b8c721c0c207, 0xeada7dd6cde0eb1e, 0xf57d4f7fee6ed178,
+    0x06f067aa72176fba, 0x0a637dc5a2c898a6, 0x113f9804bef90dae, 0x1b710b35131c471b,
+    0x28db77f523047d84, 0x32caab7b40c72493, 0x3c9ebe0a15c9bebc, 0x431d67c49c100d4c,
+    0x4cc5d4becb3e42b6, 0x597f299cfc657e2a, 0x5fcb6fab3ad6faec, 0x6c44198c4a475817};
+
+constexpr uint32_t Rotr32(uint32_t x, int r) {
+  return (x >> r) | (x << (32 - r));
+}
+constexpr uint64_t Rotr64(uint64_t x, int r) {
+  return (x >> r) | (x << (64 - r));
+}
+uint32_t Load32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+uint64_t Load64(const uint8_t* p) {
+  return (uint64_t{Load32(p)} << 32) | Load32(p + 4);
+}
+void Store32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+void Store64(uint8_t* p, uint64_t v) {
+  Store32(p, static_cast<uint32_t>(v >> 32));
+  Store32(p + 4, static_cast<uint32_t>(v));
+}
+
+}  // namespace
+
+void Sha256Compress(uint32_t h[8], const uint8_t block[64]) {
+  uint32_t w[64];
+  for (int t = 0; t < 16; ++t) w[t] = Load32(block + 4 * t);
+  for (int t = 16; t < 64; ++t) {
+    const uint32_t s0 = Rotr32(w[t - 15], 7) ^ Rotr32(w[t - 15], 18) ^ (w[t - 15] >> 3);
+    const uint32_t s1 = Rotr32(w[t - 2], 17) ^ Rotr32(w[t - 2], 19) ^ (w[t - 2] >> 10);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int t = 0; t < 64; ++t) {
+    const uint32_t t1 = hh + (Rotr32(e, 6) ^ Rotr32(e, 11) ^ Rotr32(e, 25)) + ((e & f) ^ (~e & g)) +
+                        kK256[t] + w[t];
+    const uint32_t t2 =
+        (Rotr32(a, 2) ^ Rotr32(a, 13) ^ Rotr32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += hh;
+  SecureZero(w, sizeof(w));
+}
+
+void Sha512Compress(uint64_t h[8], const uint8_t block[128]) {
+  uint64_t w[80];
+  for (int t = 0; t < 16; ++t) w[t] = Load64(block + 8 * t);
+  for (int t = 16; t < 80; ++t) {
+    const uint64_t s0 = Rotr64(w[t - 15], 1) ^ Rotr64(w[t - 15], 8) ^ (w[t - 15] >> 7);
+    const uint64_t s1 = Rotr64(w[t - 2], 19) ^ Rotr64(w[t - 2], 61) ^ (w[t - 2] >> 6);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  uint64_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int t = 0; t < 80; ++t) {
+    const uint64_t t1 = hh + (Rotr64(e, 14) ^ Rotr64(e, 18) ^ Rotr64(e, 41)) +
+                        ((e & f) ^ (~e & g)) + kK512[t] + w[t];
+    const uint64_t t2 =
+        (Rotr64(a, 28) ^ Rotr64(a, 34) ^ Rotr64(a, 39)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += hh;
+  SecureZero(w, sizeof(w));
+}
+
+Sha256::Sha256() {
+  std::memcpy(h_, kSha256Iv, sizeof(h_));
+}
+Sha256::Sha256(const uint32_t chain[8], uint64_t blocks) : total_(blocks * 64) {
+  std::memcpy(h_, chain, sizeof(h_));
+}
+Sha256::~Sha256() {
+  SecureZero(h_, sizeof(h_));
+  SecureZero(buf_, sizeof(buf_));
+}
+
+void Sha256::Update(Bytes in) {
+  const uint8_t* p = in.data();
+  size_t len = in.size();
+  total_ += len;
+  if (fill_ > 0) {
+    const size_t take = len < 64 - fill_ ? len : 64 - fill_;
+    std::memcpy(buf_ + fill_, p, take);
+    fill_ += take;
+    p += take;
+    len -= take;
+    if (fill_ < 64) return;
+    Sha256Compress(h_, buf_);
+    fill_ = 0;
+  }
+  for (; len >= 64; p += 64, len -= 64) Sha256Compress(h_, p);
+  if (len > 0) std::memcpy(buf_, p, len);
+  fill_ = len;
+}
+
+void Sha256::Final(uint8_t* out, size_t out_len) {
+  const uint64_t bits = total_ * 8;
+  buf_[fill_++] = 0x80;
+  if (fill_ > 56) {
+    std::memset(buf_ + fill_, 0, 64 - fill_);
+    Sha256Compress(h_, buf_);
+    fill_ = 0;
+  }
+  std::memset(buf_ + fill_, 0, 56 - fill_);
+  Store64(buf_ + 56, bits);
+  Sha256Compress(h_, buf_);
+  uint8_t digest[32];
+  for (int i = 0; i < 8; ++i) Store32(digest + 4 * i, h_[i]);
+  std::memcpy(out, digest, out_len);
+  SecureZero(digest, sizeof(digest));
+}
+
+Sha512::Sha512() {
+  std::memcpy(h_, kSha512Iv, sizeof(h_));
+}
+Sha512::Sha512(const uint64_t chain[8], uint64_t blocks) : total_(blocks * 128) {
+  std::memcpy(h_, chain, sizeof(h_));
+}
+Sha512::~Sha512() {
+  SecureZero(h_, sizeof(h_));
+  SecureZero(buf_, sizeof(buf_));
+}
+
+void Sha512::Update(Bytes in) {
+  const uint8_t* p = in.data();
+  size_t len = in.size();
+  total_ += len;
+  if (fill_ > 0) {
+    const size_t take = len < 128 - fill_ ? len : 128 - fill_;
+    std::memcpy(buf_ + fill_, p, take);
+    fill_ += take;
+    p += take;
+    len -= take;
+    if (fill_ < 128) return;
+    Sha512Compress(h_, buf_);
+    fill_ = 0;
+  }
+  for (; len >= 128; p += 128, len -= 128) Sha512Compress(h_, p);
+  if (len > 0) std::memcpy(buf_, p, len);
+  fill_ = len;
+}
+
+void Sha512::Final(uint8_t* out, size_t out_len) {
+  // The length field is 128 bits; messages here are far below 2^64 bits.
+  const uint64_t bits = total_ * 8;
+  buf_[fill_++] = 0x80;
+  if (fill_ > 112) {
+    std::memset(buf_ + fill_, 0, 128 - fill_);
+    Sha512Compress(h_, buf_);
+    fill_ = 0;
+  }
+  std::memset(buf_ + fill_, 0, 120 - fill_);
+  Store64(buf_ + 120, bits);
+  Sha512Compress(h_, buf_);
+  uint8_t digest[64];
+  for (int i = 0; i < 8; ++i) Store64(digest + 8 * i, h_[i]);
+  std::memcpy(out, digest, out_len);
+  SecureZero(digest, sizeof(digest));
+}
+
+}  // namespace pqcd::kernels::slhdsa

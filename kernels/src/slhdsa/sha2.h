@@ -1,0 +1,57 @@
+// SHA-256 and SHA-512 (FIPS 180-4) for SLH-DSA's SHA2 parameter sets, written so that a hash can
+// start from a saved chaining value: every F, H, T_l and PRF call begins with the same block
+// PK.seed || 0^(64-n) (resp. 0^(128-n)), whose compression FIPS 205 §11.2 lets the signer do once.
+// OpenSSL's one-shot digests (hash.h) cannot resume from a chaining value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pqcd/kernels/common.h"
+
+namespace pqcd::kernels::slhdsa {
+
+inline constexpr uint32_t kSha256Iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+inline constexpr uint64_t kSha512Iv[8] = {
+    0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
+    0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179};
+
+// One compression of a 64-byte (SHA-256) / 128-byte (SHA-512) block into the chaining value.
+void Sha256Compress(uint32_t h[8], const uint8_t block[64]);
+void Sha512Compress(uint64_t h[8], const uint8_t block[128]);
+
+// Incremental SHA-256: from the IV, or from a chaining value after `blocks` whole blocks.
+class Sha256 {
+ public:
+  Sha256();
+  Sha256(const uint32_t chain[8], uint64_t blocks);
+  ~Sha256();
+  void Update(Bytes in);
+  // Writes the first out_len (<= 32) bytes of the digest.
+  void Final(uint8_t* out, size_t out_len);
+
+ private:
+  uint32_t h_[8];
+  uint8_t buf_[64];
+  size_t fill_ = 0;
+  uint64_t total_ = 0;  // bytes hashed, including resumed blocks
+};
+
+class Sha512 {
+ public:
+  Sha512();
+  Sha512(const uint64_t chain[8], uint64_t blocks);
+  ~Sha512();
+  void Update(Bytes in);
+  // Writes the first out_len (<= 64) bytes of the digest.
+  void Final(uint8_t* out, size_t out_len);
+
+ private:
+  uint64_t h_[8];
+  uint8_t buf_[128];
+  size_t fill_ = 0;
+  uint64_t total_ = 0;
+};
+
+}  // namespace pqcd::kernels::slhdsa

@@ -1,0 +1,298 @@
+// SLH-DSA hash functions: SHAKE (FIPS 205 §11.1) on multi-lane Keccak, SHA2 (§11.2) from the
+// saved chaining value of PK.seed's block.
+#include "slhdsa/thash.h"
+
+#include <algorithm>
+
+#include "keccak/keccak_multi.h"
+#include "pqcd/kernels/sha3.h"
+#include "slhdsa/sha2.h"
+
+namespace pqcd::kernels::slhdsa {
+namespace {
+
+constexpr size_t kShake256Rate = 136;
+constexpr size_t kAdrscBytes = 22;
+// Keccak states per permutation call for the one-block SHAKE hashes.
+constexpr size_t kLanes = 4;
+
+uint64_t Load64Le(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;  // x86_64 and aarch64 are little-endian (checked in common.h)
+}
+void Store64Le(uint8_t* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
+
+// ADRSc (§11.2): layer (1 byte), the low 8 bytes of the tree address, type (1 byte), the last
+// 12 bytes.
+void Compress(const Adrs& a, uint8_t out[kAdrscBytes]) {
+  out[0] = a.b[3];
+  std::memcpy(out + 1, a.b + 8, 8);
+  out[9] = a.b[19];
+  std::memcpy(out + 10, a.b + 20, 12);
+}
+
+void StoreBe32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+void StoreBe64(uint8_t* p, uint64_t v) {
+  StoreBe32(p, static_cast<uint32_t>(v >> 32));
+  StoreBe32(p + 4, static_cast<uint32_t>(v));
+}
+
+// The SHA2 hash of the set's "wide" functions (H, T_l, H_msg, PRF_msg): SHA-256 for n = 16,
+// SHA-512 for n = 24 and 32 (§11.2.1 / §11.2.2).
+bool Wide(const SlhDsaParams& p) {
+  return !p.shake && p.n > 16;
+}
+
+template <class Sha>
+void Mgf1(const uint8_t* seed, size_t seed_len, uint8_t* out, size_t out_len, size_t digest) {
+  uint8_t block[64];
+  for (uint32_t counter = 0; out_len > 0; ++counter) {
+    uint8_t c[4];
+    StoreBe32(c, counter);
+    Sha h;
+    h.Update(Bytes(seed, seed_len));
+    h.Update(Bytes(c, 4));
+    h.Final(block, digest);
+    const size_t take = std::min(out_len, digest);
+    std::memcpy(out, block, take);
+    out += take;
+    out_len -= take;
+  }
+}
+
+template <class Sha>
+void Hmac(const uint8_t* key, size_t key_len, size_t block, size_t digest, Bytes first,
+          std::span<const Bytes> rest, uint8_t* out, size_t out_len) {
+  uint8_t pad[128] = {};
+  std::memcpy(pad, key, key_len);  // key_len <= 32 < block: no key hashing
+  for (size_t i = 0; i < block; ++i) pad[i] ^= 0x36;
+  uint8_t inner[64];
+  {
+    Sha h;
+    h.Update(Bytes(pad, block));
+    h.Update(first);
+    for (Bytes part : rest) h.Update(part);
+    h.Final(inner, digest);
+  }
+  for (size_t i = 0; i < block; ++i) pad[i] ^= 0x36 ^ 0x5c;
+  Sha h;
+  h.Update(Bytes(pad, block));
+  h.Update(Bytes(inner, digest));
+  uint8_t full[64];
+  h.Final(full, digest);
+  std::memcpy(out, full, out_len);
+  SecureZero(pad, sizeof(pad));
+  SecureZero(inner, sizeof(inner));
+  SecureZero(full, sizeof(full));
+}
+
+}  // namespace
+
+Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_seed,
+               const uint32_t* sha256_chain, const uint64_t* sha512_chain)
+    : p_(p), pk_seed_(pk_seed), sk_seed_(sk_seed) {
+  if (p.shake) return;
+  if (sha256_chain != nullptr && sha512_chain != nullptr) {
+    std::memcpy(sha256_chain_, sha256_chain, sizeof(sha256_chain_));
+    std::memcpy(sha512_chain_, sha512_chain, sizeof(sha512_chain_));
+    return;
+  }
+  uint8_t block[128] = {};
+  std::memcpy(block, pk_seed, static_cast<size_t>(p.n));
+  std::memcpy(sha256_chain_, kSha256Iv, sizeof(sha256_chain_));
+  Sha256Compress(sha256_chain_, block);
+  if (Wide(p)) {
+    std::memcpy(sha512_chain_, kSha512Iv, sizeof(sha512_chain_));
+    Sha512Compress(sha512_chain_, block);
+  }
+}
+
+Hashes::~Hashes() {
+  SecureZero(sha256_chain_, sizeof(sha256_chain_));
+  SecureZero(sha512_chain_, sizeof(sha512_chain_));
+}
+
+void Hashes::ExportChains(uint32_t sha256_chain[8], uint64_t sha512_chain[8]) const {
+  std::memcpy(sha256_chain, sha256_chain_, sizeof(sha256_chain_));
+  std::memcpy(sha512_chain, sha512_chain_, sizeof(sha512_chain_));
+}
+
+void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, size_t data_len,
+                      uint8_t* const* out, size_t count) const {
+  const size_t n = static_cast<size_t>(p_.n);
+  if (p_.shake) {
+    // PK.seed || ADRS || data fits one SHAKE256 block (at most 32 + 32 + 64 = 128 bytes).
+    alignas(64) uint64_t st[kKeccakLanes * kLanes];
+    uint8_t blk[kShake256Rate];
+    const size_t len = n + 32 + data_len;
+    for (size_t base = 0; base < count; base += kLanes) {
+      const size_t lanes = std::min(kLanes, count - base);
+      std::memset(st, 0, sizeof(st));
+      for (size_t j = 0; j < lanes; ++j) {
+        std::memset(blk, 0, sizeof(blk));
+        std::memcpy(blk, pk_seed_, n);
+        std::memcpy(blk + n, adrs[base + j].b, 32);
+        std::memcpy(blk + n + 32, data[base + j], data_len);
+        blk[len] ^= 0x1f;
+        blk[kShake256Rate - 1] ^= 0x80;
+        for (size_t l = 0; l < kShake256Rate / 8; ++l) st[l * kLanes + j] = Load64Le(blk + 8 * l);
+      }
+      KeccakF1600xN(st, kLanes);
+      for (size_t j = 0; j < lanes; ++j) {
+        uint8_t full[32];
+        for (size_t l = 0; l < 4; ++l) Store64Le(full + 8 * l, st[l * kLanes + j]);
+        std::memcpy(out[base + j], full, n);
+      }
+    }
+    SecureZero(st, sizeof(st));
+    SecureZero(blk, sizeof(blk));
+    return;
+  }
+  if (!wide) {
+    // SHA-256 resumed after PK.seed || 0^(64-n): ADRSc || data || padding is one block (at most
+    // 22 + 32 + 9 bytes).
+    uint8_t blk[64];
+    for (size_t i = 0; i < count; ++i) {
+      std::memset(blk, 0, sizeof(blk));
+      Compress(adrs[i], blk);
+      std::memcpy(blk + kAdrscBytes, data[i], data_len);
+      blk[kAdrscBytes + data_len] = 0x80;
+      StoreBe64(blk + 56, (64 + kAdrscBytes + data_len) * 8);
+      uint32_t h[8];
+      std::memcpy(h, sha256_chain_, sizeof(h));
+      Sha256Compress(h, blk);
+      uint8_t full[32];
+      for (int w = 0; w < 8; ++w) StoreBe32(full + 4 * w, h[w]);
+      std::memcpy(out[i], full, n);
+    }
+    SecureZero(blk, sizeof(blk));
+    return;
+  }
+  // SHA-512 resumed after PK.seed || 0^(128-n): at most 22 + 64 + 17 bytes.
+  uint8_t blk[128];
+  for (size_t i = 0; i < count; ++i) {
+    std::memset(blk, 0, sizeof(blk));
+    Compress(adrs[i], blk);
+    std::memcpy(blk + kAdrscBytes, data[i], data_len);
+    blk[kAdrscBytes + data_len] = 0x80;
+    StoreBe64(blk + 120, (128 + kAdrscBytes + data_len) * 8);
+    uint64_t h[8];
+    std::memcpy(h, sha512_chain_, sizeof(h));
+    Sha512Compress(h, blk);
+    uint8_t full[64];
+    for (int w = 0; w < 8; ++w) StoreBe64(full + 8 * w, h[w]);
+    std::memcpy(out[i], full, n);
+  }
+  SecureZero(blk, sizeof(blk));
+}
+
+void Hashes::F(const Adrs* adrs, const uint8_t* const* in, uint8_t* const* out,
+               size_t count) const {
+  OneBlock(false, adrs, in, static_cast<size_t>(p_.n), out, count);
+}
+
+void Hashes::H(const Adrs* adrs, const uint8_t* const* in, uint8_t* const* out,
+               size_t count) const {
+  OneBlock(Wide(p_), adrs, in, 2 * static_cast<size_t>(p_.n), out, count);
+}
+
+void Hashes::Prf(const Adrs* adrs, uint8_t* const* out, size_t count) const {
+  // One SK.seed for every call: a pointer array of the same pointer.
+  const uint8_t* seeds[64];
+  for (size_t base = 0; base < count; base += 64) {
+    const size_t m = std::min<size_t>(64, count - base);
+    std::fill(seeds, seeds + m, sk_seed_);
+    OneBlock(false, adrs + base, seeds, static_cast<size_t>(p_.n), out + base, m);
+  }
+}
+
+void Hashes::T(const Adrs& adrs, const uint8_t* in, size_t in_len, uint8_t* out) const {
+  const size_t n = static_cast<size_t>(p_.n);
+  if (p_.shake) {
+    Shake256 x;
+    x.Absorb(Bytes(pk_seed_, n));
+    x.Absorb(Bytes(adrs.b, 32));
+    x.Absorb(Bytes(in, in_len));
+    x.Finalize();
+    x.Squeeze(MutBytes(out, n));
+    return;
+  }
+  uint8_t c[kAdrscBytes];
+  Compress(adrs, c);
+  if (Wide(p_)) {
+    Sha512 h(sha512_chain_, 1);
+    h.Update(Bytes(c, kAdrscBytes));
+    h.Update(Bytes(in, in_len));
+    h.Final(out, n);
+  } else {
+    Sha256 h(sha256_chain_, 1);
+    h.Update(Bytes(c, kAdrscBytes));
+    h.Update(Bytes(in, in_len));
+    h.Final(out, n);
+  }
+}
+
+void HMsg(const SlhDsaParams& p, const uint8_t* r, const uint8_t* pk_seed, const uint8_t* pk_root,
+          std::span<const Bytes> mprime, uint8_t* out) {
+  const size_t n = static_cast<size_t>(p.n), m = static_cast<size_t>(p.m);
+  if (p.shake) {
+    Shake256 x;
+    x.Absorb(Bytes(r, n));
+    x.Absorb(Bytes(pk_seed, n));
+    x.Absorb(Bytes(pk_root, n));
+    for (Bytes part : mprime) x.Absorb(part);
+    x.Finalize();
+    x.Squeeze(MutBytes(out, m));
+    return;
+  }
+  // MGF1-SHA-x(R || PK.seed || SHA-x(R || PK.seed || PK.root || M'), m).
+  uint8_t seed[2 * kMaxN + 64];
+  std::memcpy(seed, r, n);
+  std::memcpy(seed + n, pk_seed, n);
+  if (Wide(p)) {
+    Sha512 h;
+    h.Update(Bytes(r, n));
+    h.Update(Bytes(pk_seed, n));
+    h.Update(Bytes(pk_root, n));
+    for (Bytes part : mprime) h.Update(part);
+    h.Final(seed + 2 * n, 64);
+    Mgf1<Sha512>(seed, 2 * n + 64, out, m, 64);
+  } else {
+    Sha256 h;
+    h.Update(Bytes(r, n));
+    h.Update(Bytes(pk_seed, n));
+    h.Update(Bytes(pk_root, n));
+    for (Bytes part : mprime) h.Update(part);
+    h.Final(seed + 2 * n, 32);
+    Mgf1<Sha256>(seed, 2 * n + 32, out, m, 32);
+  }
+}
+
+void PrfMsg(const SlhDsaParams& p, const uint8_t* sk_prf, const uint8_t* opt_rand,
+            std::span<const Bytes> mprime, uint8_t* out) {
+  const size_t n = static_cast<size_t>(p.n);
+  if (p.shake) {
+    Shake256 x;
+    x.Absorb(Bytes(sk_prf, n));
+    x.Absorb(Bytes(opt_rand, n));
+    for (Bytes part : mprime) x.Absorb(part);
+    x.Finalize();
+    x.Squeeze(MutBytes(out, n));
+    return;
+  }
+  if (Wide(p)) {
+    Hmac<Sha512>(sk_prf, n, 128, 64, Bytes(opt_rand, n), mprime, out, n);
+  } else {
+    Hmac<Sha256>(sk_prf, n, 64, 32, Bytes(opt_rand, n), mprime, out, n);
+  }
+}
+
+}  // namespace pqcd::kernels::slhdsa
