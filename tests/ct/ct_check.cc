@@ -18,6 +18,7 @@
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
+#include "pqcd/kernels/slhdsa.h"
 
 namespace k = pqcd::kernels;
 
@@ -150,6 +151,36 @@ void RunDsa() {
   std::printf("ct_check: %s done\n", std::string(Dsa::kName).c_str());
 }
 
+// SLH-DSA: SK.seed and SK.prf are secret (FIPS 205 §9.1), PK.seed and PK.root public; opt_rand
+// is secret when hedged. The kernel declassifies R (the signature's first n bytes) and each
+// layer's signed message (PK_FORS, the XMSS roots), which a verifier recomputes.
+template <class Slh>
+void RunSlhDsa() {
+  SecretRandom rng;
+  std::vector<uint8_t> seed(Slh::kSeedBytes), pk(Slh::kPublicKeyBytes), sk(Slh::kPrivateKeyBytes),
+      sig(Slh::kSignatureBytes);
+  k::SeededRandom(uint64_t{Slh::kN}).Generate(seed).IgnoreError();
+  k::CtSecret(seed.data(), 2 * Slh::kN);
+  absl::Status s = Slh::KeyGenFromSeed(seed, pk, sk);
+  Check(s.ok(), "SLH-DSA keygen");
+  k::CtPublic(pk.data(), pk.size());
+  uint8_t msg[] = "constant-time check message";
+  k::DsaSignOptions opts;
+  for (bool deterministic : {false, true}) {
+    opts.deterministic = deterministic;
+    s = Slh::Sign(sk, k::Bytes(msg, sizeof(msg)), opts, sig, rng);
+    Check(s.ok(), "SLH-DSA sign");
+    k::CtPublic(sig.data(), sig.size());
+  }
+  std::vector<uint8_t> prepared(Slh::kPreparedBytes);
+  s = Slh::PreparePrivateKey(sk, prepared);
+  Check(s.ok(), "SLH-DSA prepare");
+  s = Slh::Sign(prepared, k::Bytes(msg, sizeof(msg)), opts, sig, rng, /*prepared=*/true);
+  Check(s.ok(), "SLH-DSA sign (prepared)");
+  k::CtPublic(sig.data(), sig.size());
+  std::printf("ct_check: %s done\n", std::string(Slh::kName).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,5 +198,9 @@ int main(int argc, char** argv) {
   RunDsa<4, 4>();
   RunDsa<6, 5>();
   RunDsa<8, 7>();
+  // One 'f' set per hash code path: SHAKE, SHA-256 only (n = 16), SHA-256 with SHA-512 (n = 24).
+  RunSlhDsa<k::SlhDsaShake128f>();
+  RunSlhDsa<k::SlhDsaSha2_128f>();
+  RunSlhDsa<k::SlhDsaSha2_192f>();
   return g_failures == 0 ? 0 : 1;
 }

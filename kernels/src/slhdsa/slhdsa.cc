@@ -273,6 +273,9 @@ void HtSign(const Hashes& hs, const uint8_t* m, uint64_t idx_tree, uint32_t idx_
     a.SetTree(idx_tree);
     a.SetTypeAndClear(kWotsHash);
     a.SetKeyPair(idx_leaf);
+    // The message signed on each layer (PK_FORS, then the root of the tree below) is public: a
+    // verifier recomputes it from the signature. The chain lengths depend on it.
+    CtPublic(root, n);
     WotsSign(hs, a, root, s);
     // Alg. 10's AUTH, and the tree's root: what xmss_pkFromSig would return.
     XmssTree(hs, static_cast<uint32_t>(j), idx_tree, idx_leaf, s + static_cast<size_t>(p.len()) * n,
