@@ -3,6 +3,12 @@
 
 #include <cstring>
 
+#include "pqcd/kernels/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace pqcd::kernels::slhdsa {
 namespace {
 
@@ -63,7 +69,7 @@ void Store64(uint8_t* p, uint64_t v) {
 
 }  // namespace
 
-void Sha256Compress(uint32_t h[8], const uint8_t block[64]) {
+void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]) {
   uint32_t w[64];
   for (int t = 0; t < 16; ++t) w[t] = Load32(block + 4 * t);
   for (int t = 16; t < 64; ++t) {
@@ -131,6 +137,65 @@ void Sha512Compress(uint64_t h[8], const uint8_t block[128]) {
   SecureZero(w, sizeof(w));
 }
 
+#if defined(__x86_64__)
+// FIPS 180-4 §6.2.2 with SHA256RNDS2 (two rounds), SHA256MSG1/MSG2 (the message schedule). The
+// instructions keep the state as ABEF and CDGH; the words are big-endian.
+__attribute__((target("sha,sse4.1"))) void Sha256CompressShaNi(uint32_t h[8],
+                                                               const uint8_t block[64]) {
+  const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4));
+  const __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+  const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+  const __m128i abef0 = abef, cdgh0 = cdgh;
+  __m128i w[16];
+  for (int g = 0; g < 4; ++g) {
+    w[g] =
+        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * g)), bswap);
+  }
+  for (int g = 4; g < 16; ++g) {
+    const __m128i t = _mm_add_epi32(_mm_sha256msg1_epu32(w[g - 4], w[g - 3]),
+                                    _mm_alignr_epi8(w[g - 1], w[g - 2], 4));
+    w[g] = _mm_sha256msg2_epu32(t, w[g - 1]);
+  }
+  for (int g = 0; g < 16; ++g) {
+    __m128i m =
+        _mm_add_epi32(w[g], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK256 + 4 * g)));
+    cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
+    m = _mm_shuffle_epi32(m, 0x0E);
+    abef = _mm_sha256rnds2_epu32(abef, cdgh, m);
+  }
+  abef = _mm_add_epi32(abef, abef0);
+  cdgh = _mm_add_epi32(cdgh, cdgh0);
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  dcba = _mm_blend_epi16(feba, dchg, 0xF0);
+  hgfe = _mm_alignr_epi8(dchg, feba, 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), dcba);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), hgfe);
+  for (__m128i& x : w) x = _mm_setzero_si128();
+}
+
+bool Sha256ShaNiSupported() {
+  static const bool supported = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  return supported;
+}
+#else
+void Sha256CompressShaNi(uint32_t h[8], const uint8_t block[64]) {
+  Sha256CompressPortable(h, block);
+}
+bool Sha256ShaNiSupported() {
+  return false;
+}
+#endif
+
+Sha256CompressFn ActiveSha256Compress() {
+  return ActiveIsa() != Isa::kPortable && Sha256ShaNiSupported() ? &Sha256CompressShaNi
+                                                                 : &Sha256CompressPortable;
+}
+
 Sha256::Sha256() {
   std::memcpy(h_, kSha256Iv, sizeof(h_));
 }
@@ -153,10 +218,10 @@ void Sha256::Update(Bytes in) {
     p += take;
     len -= take;
     if (fill_ < 64) return;
-    Sha256Compress(h_, buf_);
+    compress_(h_, buf_);
     fill_ = 0;
   }
-  for (; len >= 64; p += 64, len -= 64) Sha256Compress(h_, p);
+  for (; len >= 64; p += 64, len -= 64) compress_(h_, p);
   if (len > 0) std::memcpy(buf_, p, len);
   fill_ = len;
 }
@@ -166,12 +231,12 @@ void Sha256::Final(uint8_t* out, size_t out_len) {
   buf_[fill_++] = 0x80;
   if (fill_ > 56) {
     std::memset(buf_ + fill_, 0, 64 - fill_);
-    Sha256Compress(h_, buf_);
+    compress_(h_, buf_);
     fill_ = 0;
   }
   std::memset(buf_ + fill_, 0, 56 - fill_);
   Store64(buf_ + 56, bits);
-  Sha256Compress(h_, buf_);
+  compress_(h_, buf_);
   uint8_t digest[32];
   for (int i = 0; i < 8; ++i) Store32(digest + 4 * i, h_[i]);
   std::memcpy(out, digest, out_len);

@@ -18,7 +18,18 @@ inline constexpr uint64_t kSha512Iv[8] = {
     0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179};
 
 // One compression of a 64-byte (SHA-256) / 128-byte (SHA-512) block into the chaining value.
-void Sha256Compress(uint32_t h[8], const uint8_t block[64]);
+using Sha256CompressFn = void (*)(uint32_t h[8], const uint8_t block[64]);
+void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]);
+// With the x86 SHA extensions (SHA-NI); only where Sha256ShaNiSupported().
+void Sha256CompressShaNi(uint32_t h[8], const uint8_t block[64]);
+bool Sha256ShaNiSupported();
+// The compression for the active backend: SHA-NI when the CPU has it and the backend is not the
+// portable one (PQCD_ISA=portable keeps every kernel portable), else the portable code. Callers
+// that compress many blocks take it once.
+Sha256CompressFn ActiveSha256Compress();
+inline void Sha256Compress(uint32_t h[8], const uint8_t block[64]) {
+  ActiveSha256Compress()(h, block);
+}
 void Sha512Compress(uint64_t h[8], const uint8_t block[128]);
 
 // Incremental SHA-256: from the IV, or from a chaining value after `blocks` whole blocks.
@@ -32,6 +43,7 @@ class Sha256 {
   void Final(uint8_t* out, size_t out_len);
 
  private:
+  Sha256CompressFn compress_ = ActiveSha256Compress();
   uint32_t h_[8];
   uint8_t buf_[64];
   size_t fill_ = 0;

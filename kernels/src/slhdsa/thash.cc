@@ -98,7 +98,7 @@ void Hmac(const uint8_t* key, size_t key_len, size_t block, size_t digest, Bytes
 
 Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_seed,
                const uint32_t* sha256_chain, const uint64_t* sha512_chain)
-    : p_(p), pk_seed_(pk_seed), sk_seed_(sk_seed) {
+    : p_(p), pk_seed_(pk_seed), sk_seed_(sk_seed), compress256_(ActiveSha256Compress()) {
   if (p.shake) return;
   if (sha256_chain != nullptr && sha512_chain != nullptr) {
     std::memcpy(sha256_chain_, sha256_chain, sizeof(sha256_chain_));
@@ -108,7 +108,7 @@ Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_
   uint8_t block[128] = {};
   std::memcpy(block, pk_seed, static_cast<size_t>(p.n));
   std::memcpy(sha256_chain_, kSha256Iv, sizeof(sha256_chain_));
-  Sha256Compress(sha256_chain_, block);
+  compress256_(sha256_chain_, block);
   if (Wide(p)) {
     std::memcpy(sha512_chain_, kSha512Iv, sizeof(sha512_chain_));
     Sha512Compress(sha512_chain_, block);
@@ -168,7 +168,7 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
       StoreBe64(blk + 56, (64 + kAdrscBytes + data_len) * 8);
       uint32_t h[8];
       std::memcpy(h, sha256_chain_, sizeof(h));
-      Sha256Compress(h, blk);
+      compress256_(h, blk);
       uint8_t full[32];
       for (int w = 0; w < 8; ++w) StoreBe32(full + 4 * w, h[w]);
       std::memcpy(out[i], full, n);

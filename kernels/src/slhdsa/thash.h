@@ -100,6 +100,7 @@ class Hashes {
   const SlhDsaParams& p_;
   const uint8_t* pk_seed_;
   const uint8_t* sk_seed_;
+  void (*compress256_)(uint32_t[8], const uint8_t[64]);
   uint32_t sha256_chain_[8] = {};
   uint64_t sha512_chain_[8] = {};
 };

@@ -1,0 +1,244 @@
+// slhdsa-peers: pqcd's SLH-DSA beside liboqs's, interleaved in one process (../shared/PEERS.md's
+// method): every call bracketed by lfence; rdtsc ... rdtscp; lfence, R rounds, in each round the
+// (parameter set, operation, implementation) blocks in shuffled order, the median of the per-call
+// ticks. Before timing, each set's signatures cross-verify (pqcd's in liboqs, liboqs's in pqcd)
+// and a changed signature is rejected by both.
+//
+// Built only when CMake is given a liboqs build with SLH-DSA enabled:
+//   -DPQCD_LIBOQS_DIR=/path/to/liboqs-build   (its include/ and lib/liboqs.a)
+// Run pinned:  build/bench/slhdsa-peers --cpu=1 --rounds=7 [--sets=SLH-DSA-SHA2-128f,...]
+#include <sched.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pqcd/kernels/isa.h"
+#include "pqcd/kernels/random.h"
+#include "pqcd/kernels/slhdsa.h"
+
+extern "C" {
+#include <oqs/oqs.h>
+}
+
+namespace k = pqcd::kernels;
+
+namespace {
+
+uint64_t Start() {
+  _mm_lfence();
+  const uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+}
+uint64_t Stop() {
+  unsigned aux;
+  const uint64_t t = __rdtscp(&aux);
+  _mm_lfence();
+  return t;
+}
+
+struct Block {
+  std::string set, op, impl;
+  int calls;
+  std::function<bool()> call;
+};
+
+std::string OqsName(std::string_view set) {
+  // "SLH-DSA-SHA2-128f" -> "SLH_DSA_PURE_SHA2_128F"
+  std::string s = "SLH_DSA_PURE_";
+  std::string rest(set.substr(8));
+  for (char& c : rest) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return s + rest;
+}
+
+constexpr int kBatch = 8;
+
+template <class S>
+bool AddSet(std::vector<Block>& blocks, std::vector<std::function<void()>>& cleanup) {
+  const std::string set(S::kName);
+  OQS_SIG* oqs = OQS_SIG_new(OqsName(set).c_str());
+  if (oqs == nullptr) {
+    std::fprintf(stderr, "liboqs has no %s (enable it in OQS_MINIMAL_BUILD)\n",
+                 OqsName(set).c_str());
+    return false;
+  }
+  cleanup.push_back([oqs] { OQS_SIG_free(oqs); });
+  struct Keys {
+    std::vector<uint8_t> pk = std::vector<uint8_t>(S::kPublicKeyBytes);
+    std::vector<uint8_t> sk = std::vector<uint8_t>(S::kPrivateKeyBytes);
+    std::vector<uint8_t> sig = std::vector<uint8_t>(S::kSignatureBytes);
+    std::vector<uint8_t> oqs_sig = std::vector<uint8_t>(S::kSignatureBytes);
+    std::vector<std::vector<uint8_t>> batch_sigs =
+        std::vector<std::vector<uint8_t>>(kBatch, std::vector<uint8_t>(S::kSignatureBytes));
+    std::vector<uint8_t> msg = std::vector<uint8_t>(64, 0x5a);
+  };
+  auto* keys = new Keys;
+  cleanup.push_back([keys] { delete keys; });
+  if (!S::KeyGen(keys->pk, keys->sk, k::OsRandom()).ok()) return false;
+  const k::DsaSignOptions hedged{};
+  // Cross-checks: the same FIPS 205 key format in both; each verifies the other's signature.
+  if (!S::Sign(keys->sk, keys->msg, hedged, keys->sig, k::OsRandom()).ok()) return false;
+  size_t len = 0;
+  if (OQS_SIG_sign(oqs, keys->oqs_sig.data(), &len, keys->msg.data(), keys->msg.size(),
+                   keys->sk.data()) != OQS_SUCCESS ||
+      len != S::kSignatureBytes) {
+    return false;
+  }
+  const bool cross = OQS_SIG_verify(oqs, keys->msg.data(), keys->msg.size(), keys->sig.data(),
+                                    keys->sig.size(), keys->pk.data()) == OQS_SUCCESS &&
+                     *S::Verify(keys->pk, keys->msg, keys->oqs_sig, hedged);
+  std::vector<uint8_t> bad = keys->sig;
+  bad[bad.size() / 3] ^= 1;
+  const bool rejects = OQS_SIG_verify(oqs, keys->msg.data(), keys->msg.size(), bad.data(),
+                                      bad.size(), keys->pk.data()) != OQS_SUCCESS &&
+                       !*S::Verify(keys->pk, keys->msg, bad, hedged);
+  std::printf("%s: cross-verify %s, changed signature rejected %s\n", set.c_str(),
+              cross ? "ok" : "FAILED", rejects ? "ok" : "FAILED");
+  if (!cross || !rejects) return false;
+  const bool small = set.back() == 's';
+  const int sign_calls = small ? 1 : 3;
+  blocks.push_back({set, "sign", "pqcd", sign_calls, [keys, hedged] {
+                      return S::Sign(keys->sk, keys->msg, hedged, keys->sig, k::OsRandom()).ok();
+                    }});
+  blocks.push_back({set, "sign", "liboqs", sign_calls, [keys, oqs] {
+                      size_t l = 0;
+                      return OQS_SIG_sign(oqs, keys->oqs_sig.data(), &l, keys->msg.data(),
+                                          keys->msg.size(), keys->sk.data()) == OQS_SUCCESS;
+                    }});
+  blocks.push_back({set, "sign b8/item", "pqcd", 1, [keys] {
+                      std::vector<k::DsaSignItem> items(kBatch);
+                      for (int i = 0; i < kBatch; ++i) {
+                        items[i].sk = keys->sk;
+                        items[i].message = keys->msg;
+                        items[i].sig = keys->batch_sigs[i];
+                      }
+                      S::SignBatch(items, k::OsRandom());
+                      return items[0].status.ok();
+                    }});
+  blocks.push_back({set, "verify", "pqcd", 10,
+                    [keys, hedged] { return *S::Verify(keys->pk, keys->msg, keys->sig, hedged); }});
+  blocks.push_back({set, "verify", "liboqs", 10, [keys, oqs] {
+                      return OQS_SIG_verify(oqs, keys->msg.data(), keys->msg.size(),
+                                            keys->sig.data(), keys->sig.size(),
+                                            keys->pk.data()) == OQS_SUCCESS;
+                    }});
+  return true;
+}
+
+double Median(std::vector<uint64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : static_cast<double>(v[v.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 7, cpu = -1;
+  std::string sets = "SLH-DSA-SHA2-128f,SLH-DSA-SHAKE-128f,SLH-DSA-SHA2-128s,SLH-DSA-SHAKE-128s";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--rounds=", 0) == 0) {
+      rounds = std::atoi(a.c_str() + 9);
+    } else if (a.rfind("--cpu=", 0) == 0) {
+      cpu = std::atoi(a.c_str() + 6);
+    } else if (a.rfind("--sets=", 0) == 0) {
+      sets = a.substr(7);
+    } else {
+      std::fprintf(stderr,
+                   "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
+                   "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (cpu >= 0) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    CPU_SET(cpu, &mask);
+    if (sched_setaffinity(0, sizeof(mask), &mask) != 0) std::perror("sched_setaffinity");
+  }
+  std::vector<std::string> names;
+  for (size_t from = 0; from <= sets.size();) {
+    const size_t comma = std::min(sets.find(',', from), sets.size());
+    names.push_back(sets.substr(from, comma - from));
+    from = comma + 1;
+  }
+  auto wanted = [&](std::string_view name) {
+    return sets == "all" || std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<Block> blocks;
+  std::vector<std::function<void()>> cleanup;
+  bool ok = true;
+  auto add = [&]<class S>() {
+    if (wanted(S::kName)) ok = AddSet<S>(blocks, cleanup) && ok;
+  };
+  add.template operator()<k::SlhDsaSha2_128s>();
+  add.template operator()<k::SlhDsaSha2_128f>();
+  add.template operator()<k::SlhDsaSha2_192s>();
+  add.template operator()<k::SlhDsaSha2_192f>();
+  add.template operator()<k::SlhDsaSha2_256s>();
+  add.template operator()<k::SlhDsaSha2_256f>();
+  add.template operator()<k::SlhDsaShake128s>();
+  add.template operator()<k::SlhDsaShake128f>();
+  add.template operator()<k::SlhDsaShake192s>();
+  add.template operator()<k::SlhDsaShake192f>();
+  add.template operator()<k::SlhDsaShake256s>();
+  add.template operator()<k::SlhDsaShake256f>();
+  if (!ok || blocks.empty()) {
+    std::fprintf(stderr, "slhdsa-peers: setup failed\n");
+    return 1;
+  }
+  std::printf("pqcd backend: %s; %d rounds\n", std::string(k::IsaName(k::ActiveIsa())).c_str(),
+              rounds);
+  std::map<size_t, std::vector<uint64_t>> ticks;
+  std::mt19937 shuffle(12345);
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<size_t> order(blocks.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), shuffle);
+    for (size_t b : order) {
+      for (int c = 0; c < blocks[b].calls; ++c) {
+        const uint64_t t0 = Start();
+        const bool good = blocks[b].call();
+        const uint64_t t1 = Stop();
+        if (!good) {
+          std::fprintf(stderr, "%s %s %s failed\n", blocks[b].set.c_str(), blocks[b].op.c_str(),
+                       blocks[b].impl.c_str());
+          return 1;
+        }
+        ticks[b].push_back(blocks[b].op == "sign b8/item" ? (t1 - t0) / kBatch : t1 - t0);
+      }
+    }
+  }
+  std::map<std::string, double> med;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    med[blocks[b].set + "|" + blocks[b].op + "|" + blocks[b].impl] = Median(ticks[b]);
+  }
+  std::printf("\n| parameter set | operation | pqcd ticks | liboqs ticks | pqcd/liboqs |\n");
+  std::printf("|---|---|---:|---:|---:|\n");
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (blocks[b].impl != "pqcd" || blocks[b].op == "sign b8/item") continue;
+    const double ours = med[blocks[b].set + "|" + blocks[b].op + "|pqcd"];
+    const double peer = med[blocks[b].set + "|" + blocks[b].op + "|liboqs"];
+    std::printf("| %s | %s | %.0f | %.0f | %.2f |\n", blocks[b].set.c_str(), blocks[b].op.c_str(),
+                ours, peer, ours / peer);
+  }
+  std::printf(
+      "\n| parameter set | pqcd sign, one call | pqcd sign, batch of 8, per item | ratio |\n");
+  std::printf("|---|---:|---:|---:|\n");
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (blocks[b].op != "sign b8/item") continue;
+    const double one = med[blocks[b].set + "|sign|pqcd"];
+    const double batch = med[blocks[b].set + "|sign b8/item|pqcd"];
+    std::printf("| %s | %.0f | %.0f | %.2f |\n", blocks[b].set.c_str(), one, batch, batch / one);
+  }
+  for (auto& f : cleanup) f();
+  return 0;
+}
