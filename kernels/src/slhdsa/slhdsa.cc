@@ -176,7 +176,7 @@ void MerkleTree(size_t n, int height, uint32_t target, Leaves&& leaves, Nodes&& 
 void Level(const Hashes& hs, const Adrs& base, int z, uint32_t first, uint32_t count,
            uint32_t index_offset, const uint8_t* in, uint8_t* out) {
   const size_t n = static_cast<size_t>(hs.params().n);
-  constexpr uint32_t kBatch = 32;
+  constexpr uint32_t kBatch = 40;  // a multiple of the 5 or 8 Keccak states per call
   Adrs a[kBatch];
   const uint8_t* ins[kBatch];
   uint8_t* outs[kBatch];
@@ -307,7 +307,7 @@ bool HtVerify(const Hashes& hs, const uint8_t* m, const uint8_t* sig, uint64_t i
 void ForsLeaves(const Hashes& hs, const Adrs& adrs, uint32_t global_first, uint32_t count,
                 uint8_t* out) {
   const size_t n = static_cast<size_t>(hs.params().n);
-  constexpr uint32_t kBatch = 32;
+  constexpr uint32_t kBatch = 40;  // a multiple of the 5 or 8 Keccak states per call
   Adrs a[kBatch];
   uint8_t* outs[kBatch];
   const uint8_t* ins[kBatch];

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "keccak/keccak_multi.h"
+#include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
 #include "slhdsa/sha2.h"
 
@@ -13,8 +14,13 @@ namespace {
 
 constexpr size_t kShake256Rate = 136;
 constexpr size_t kAdrscBytes = 22;
-// Keccak states per permutation call for the one-block SHAKE hashes.
-constexpr size_t kLanes = 4;
+// Keccak states per permutation call for the one-block SHAKE hashes: eight where the backend
+// permutes eight at once (AVX-512), else five (AVX2 fuses four vector states with one scalar
+// state, keccak_multi.h; 35 WOTS+ chains of the n = 16 sets are seven such groups).
+constexpr size_t kMaxLanes = 8;
+size_t GroupLanes() {
+  return ActiveIsa() == Isa::kAvx512 ? 8 : 5;
+}
 
 uint64_t Load64Le(const uint8_t* p) {
   uint64_t v;
@@ -98,8 +104,15 @@ void Hmac(const uint8_t* key, size_t key_len, size_t block, size_t digest, Bytes
 
 Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_seed,
                const uint32_t* sha256_chain, const uint64_t* sha512_chain)
-    : p_(p), pk_seed_(pk_seed), sk_seed_(sk_seed), compress256_(ActiveSha256Compress()) {
-  if (p.shake) return;
+    : p_(p),
+      pk_seed_(pk_seed),
+      sk_seed_(sk_seed),
+      compress256_(ActiveSha256Compress()),
+      group_lanes_(GroupLanes()) {
+  if (p.shake) {
+    for (int l = 0; l < p.n / 8; ++l) pk_seed_lanes_[l] = Load64Le(pk_seed + 8 * l);
+    return;
+  }
   if (sha256_chain != nullptr && sha512_chain != nullptr) {
     std::memcpy(sha256_chain_, sha256_chain, sizeof(sha256_chain_));
     std::memcpy(sha512_chain_, sha512_chain, sizeof(sha512_chain_));
@@ -129,31 +142,35 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
                       uint8_t* const* out, size_t count) const {
   const size_t n = static_cast<size_t>(p_.n);
   if (p_.shake) {
-    // PK.seed || ADRS || data fits one SHAKE256 block (at most 32 + 32 + 64 = 128 bytes).
-    alignas(64) uint64_t st[kKeccakLanes * kLanes];
-    uint8_t blk[kShake256Rate];
-    const size_t len = n + 32 + data_len;
+    // PK.seed || ADRS || data fits one SHAKE256 block (at most 32 + 32 + 64 = 128 bytes), and
+    // every part is a whole number of 8-byte lanes: the lanes are written directly, PK.seed's
+    // from the copy made once.
+    const size_t kLanes = group_lanes_;
+    alignas(64) uint64_t st[kKeccakLanes * kMaxLanes];
+    const size_t seed_lanes = n / 8, data_lanes = data_len / 8;
+    const size_t pad_lane = seed_lanes + 4 + data_lanes;
     for (size_t base = 0; base < count; base += kLanes) {
       const size_t lanes = std::min(kLanes, count - base);
-      std::memset(st, 0, sizeof(st));
+      std::memset(st, 0, kKeccakLanes * kLanes * sizeof(uint64_t));
       for (size_t j = 0; j < lanes; ++j) {
-        std::memset(blk, 0, sizeof(blk));
-        std::memcpy(blk, pk_seed_, n);
-        std::memcpy(blk + n, adrs[base + j].b, 32);
-        std::memcpy(blk + n + 32, data[base + j], data_len);
-        blk[len] ^= 0x1f;
-        blk[kShake256Rate - 1] ^= 0x80;
-        for (size_t l = 0; l < kShake256Rate / 8; ++l) st[l * kLanes + j] = Load64Le(blk + 8 * l);
+        uint64_t* lane = st + j;
+        for (size_t l = 0; l < seed_lanes; ++l) lane[l * kLanes] = pk_seed_lanes_[l];
+        for (size_t l = 0; l < 4; ++l) {
+          lane[(seed_lanes + l) * kLanes] = Load64Le(adrs[base + j].b + 8 * l);
+        }
+        const uint8_t* d = data[base + j];
+        for (size_t l = 0; l < data_lanes; ++l) {
+          lane[(seed_lanes + 4 + l) * kLanes] = Load64Le(d + 8 * l);
+        }
+        lane[pad_lane * kLanes] = 0x1f;
+        lane[(kShake256Rate / 8 - 1) * kLanes] ^= uint64_t{0x80} << 56;
       }
       KeccakF1600xN(st, kLanes);
       for (size_t j = 0; j < lanes; ++j) {
-        uint8_t full[32];
-        for (size_t l = 0; l < 4; ++l) Store64Le(full + 8 * l, st[l * kLanes + j]);
-        std::memcpy(out[base + j], full, n);
+        for (size_t l = 0; l < n / 8; ++l) Store64Le(out[base + j] + 8 * l, st[l * kLanes + j]);
       }
     }
     SecureZero(st, sizeof(st));
-    SecureZero(blk, sizeof(blk));
     return;
   }
   if (!wide) {

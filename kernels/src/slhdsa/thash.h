@@ -101,6 +101,8 @@ class Hashes {
   const uint8_t* pk_seed_;
   const uint8_t* sk_seed_;
   void (*compress256_)(uint32_t[8], const uint8_t[64]);
+  size_t group_lanes_;
+  uint64_t pk_seed_lanes_[kMaxN / 8] = {};  // SHAKE: PK.seed as Keccak lanes
   uint32_t sha256_chain_[8] = {};
   uint64_t sha512_chain_[8] = {};
 };
