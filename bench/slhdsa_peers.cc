@@ -23,6 +23,7 @@
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/kernels/slhdsa.h"
+#include "slhdsa/sha2.h"
 
 extern "C" {
 #include <oqs/oqs.h>
@@ -149,11 +150,19 @@ int main(int argc, char** argv) {
       rounds = std::atoi(a.c_str() + 9);
     } else if (a.rfind("--cpu=", 0) == 0) {
       cpu = std::atoi(a.c_str() + 6);
+    } else if (a.rfind("--sha256=", 0) == 0) {
+      const std::string v = a.substr(9);
+      namespace s = k::slhdsa;
+      s::SetSha256PathForTesting(v == "portable" ? s::Sha256Path::kPortable
+                                 : v == "shani"  ? s::Sha256Path::kShaNi
+                                 : v == "lanes"  ? s::Sha256Path::kLanes
+                                                 : s::Sha256Path::kAuto);
     } else if (a.rfind("--sets=", 0) == 0) {
       sets = a.substr(7);
     } else {
       std::fprintf(stderr,
                    "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
+                   "                    [--sha256=auto|portable|shani|lanes]\n"
                    "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n");
       return a == "--help" ? 0 : 2;
     }
@@ -195,7 +204,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "slhdsa-peers: setup failed\n");
     return 1;
   }
-  std::printf("pqcd backend: %s; %d rounds\n", std::string(k::IsaName(k::ActiveIsa())).c_str(),
+  const k::slhdsa::Sha256Path path = k::slhdsa::ChosenSha256Path();
+  std::printf("pqcd backend: %s, SHA-256 %s; %d rounds\n",
+              std::string(k::IsaName(k::ActiveIsa())).c_str(),
+              path == k::slhdsa::Sha256Path::kShaNi   ? "sha-ni"
+              : path == k::slhdsa::Sha256Path::kLanes ? "lanes"
+                                                      : "portable",
               rounds);
   std::map<size_t, std::vector<uint64_t>> ticks;
   std::mt19937 shuffle(12345);

@@ -20,6 +20,7 @@
 #include "mldsa/backend.h"
 #include "mlkem/backend.h"
 #include "pqcd/kernels/isa.h"
+#include "slhdsa/backend.h"
 #include "sm3/backend.h"
 
 namespace pqcd::kernels {
@@ -36,6 +37,9 @@ namespace mlkem {
 extern const Backend kAvx2;
 }
 namespace mldsa {
+extern const Backend kAvx2;
+}
+namespace slhdsa {
 extern const Backend kAvx2;
 }
 // arch/x86_64/avx512/<family>/backend.cc
@@ -93,16 +97,19 @@ struct ArchBackend {
   Column<sm3::Backend> sm3;
   Column<mlkem::Backend> mlkem;
   Column<mldsa::Backend> mldsa;
+  Column<slhdsa::Backend> slhdsa;  // SHA-256 lanes for the SHA2 sets
 };
 
 inline constexpr ArchBackend kArchBackends[] = {
-    {Isa::kPortable, {}, {}, {}, {}},
+    {Isa::kPortable, {}, {}, {}, {}, {}},
 #if defined(__x86_64__)
     // AVX2 + BMI1/BMI2 (+ OS-enabled YMM state).
-    {Isa::kAvx2, Use(keccak::kAvx2), Use(sm3::kAvx2), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
+    {Isa::kAvx2, Use(keccak::kAvx2), Use(sm3::kAvx2), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
+     Use(slhdsa::kAvx2)},
     // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates) and SM3 (x16); ML-KEM and
-    // ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels).
-    {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2)},
+    // ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels), SLH-DSA's SHA-256 too.
+    {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
+     Use(slhdsa::kAvx2)},
 #endif
 #if defined(__aarch64__)
     // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA all 45 hooks; SM3 portable.
@@ -115,7 +122,7 @@ inline constexpr ArchBackend kArchBackends[] = {
     // instructions' throughput differs between cores, so the single-state path in particular is
     // to be timed there before it is trusted to win everywhere. The plain-ASIMD x2 permutation
     // (keccak::kNeon) stays out of the row: 1.5x the scalar instructions (a rotate is SHL + SRI).
-    {Isa::kNeon, Use(keccak::kNeonAuto), {}, Use(mlkem::kNeon), Use(mldsa::kNeon)},
+    {Isa::kNeon, Use(keccak::kNeonAuto), {}, Use(mlkem::kNeon), Use(mldsa::kNeon), {}},
 #endif
 };
 

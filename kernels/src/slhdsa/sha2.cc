@@ -1,9 +1,11 @@
 // SHA-256 / SHA-512 compression and padding (FIPS 180-4 §5.1, §6.2, §6.4).
 #include "slhdsa/sha2.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "pqcd/kernels/isa.h"
+#include "slhdsa/backend.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -191,9 +193,24 @@ bool Sha256ShaNiSupported() {
 }
 #endif
 
+namespace {
+std::atomic<Sha256Path> g_forced{Sha256Path::kAuto};
+}  // namespace
+
+Sha256Path ChosenSha256Path() {
+  const Sha256Path forced = g_forced.load(std::memory_order_relaxed);
+  if (forced != Sha256Path::kAuto) return forced;
+  if (ActiveIsa() == Isa::kPortable) return Sha256Path::kPortable;
+  if (Sha256ShaNiSupported()) return Sha256Path::kShaNi;
+  return ActiveBackend().sha256_lanes > 1 ? Sha256Path::kLanes : Sha256Path::kPortable;
+}
+
+void SetSha256PathForTesting(Sha256Path path) {
+  g_forced.store(path, std::memory_order_relaxed);
+}
+
 Sha256CompressFn ActiveSha256Compress() {
-  return ActiveIsa() != Isa::kPortable && Sha256ShaNiSupported() ? &Sha256CompressShaNi
-                                                                 : &Sha256CompressPortable;
+  return ChosenSha256Path() == Sha256Path::kShaNi ? &Sha256CompressShaNi : &Sha256CompressPortable;
 }
 
 Sha256::Sha256() {

@@ -23,9 +23,17 @@ void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]);
 // With the x86 SHA extensions (SHA-NI); only where Sha256ShaNiSupported().
 void Sha256CompressShaNi(uint32_t h[8], const uint8_t block[64]);
 bool Sha256ShaNiSupported();
-// The compression for the active backend: SHA-NI when the CPU has it and the backend is not the
-// portable one (PQCD_ISA=portable keeps every kernel portable), else the portable code. Callers
-// that compress many blocks take it once.
+// How the one-block SHA-256 calls of the SHA2 sets run: one at a time on the portable code or on
+// the SHA extensions, or several at once on the backend's SHA-256 lanes (slhdsa/backend.h).
+enum class Sha256Path : uint8_t { kAuto, kPortable, kShaNi, kLanes };
+// The path for the active backend: portable on the portable backend (PQCD_ISA=portable keeps
+// every kernel portable); elsewhere SHA-NI where the CPU has it (one compression in about as few
+// cycles as eight lanes take per block, bench/RESULTS.md), else the backend's lanes.
+Sha256Path ChosenSha256Path();
+// Tests and benchmarks: force a path (kShaNi only where supported); kAuto restores the choice.
+void SetSha256PathForTesting(Sha256Path path);
+// The single-block compression of the chosen path (SHA-NI or portable). Callers that compress
+// many blocks take it once.
 Sha256CompressFn ActiveSha256Compress();
 inline void Sha256Compress(uint32_t h[8], const uint8_t block[64]) {
   ActiveSha256Compress()(h, block);

@@ -7,6 +7,7 @@
 #include "keccak/keccak_multi.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/sha3.h"
+#include "slhdsa/backend.h"
 #include "slhdsa/sha2.h"
 
 namespace pqcd::kernels::slhdsa {
@@ -109,6 +110,10 @@ Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_
       sk_seed_(sk_seed),
       compress256_(ActiveSha256Compress()),
       group_lanes_(GroupLanes()) {
+  if (!p.shake && ChosenSha256Path() == Sha256Path::kLanes) {
+    sha256_lanes_fn_ = ActiveBackend().sha256_compress_lanes;
+    sha256_lanes_ = ActiveBackend().sha256_lanes;
+  }
   if (p.shake) {
     for (int l = 0; l < p.n / 8; ++l) pk_seed_lanes_[l] = Load64Le(pk_seed + 8 * l);
     return;
@@ -177,7 +182,41 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
     // SHA-256 resumed after PK.seed || 0^(64-n): ADRSc || data || padding is one block (at most
     // 22 + 32 + 9 bytes).
     uint8_t blk[64];
-    for (size_t i = 0; i < count; ++i) {
+    size_t done = 0;
+    if (sha256_lanes_fn_ != nullptr) {
+      // Eight (the backend's lane count) blocks per compression call; the chaining words
+      // interleaved, word w of lane j at v[w * lanes + j].
+      constexpr size_t kMax = 16;
+      uint8_t blks[kMax][64];
+      const uint8_t* ptrs[kMax];
+      uint32_t v[8 * kMax];
+      const size_t lanes = sha256_lanes_;
+      for (; done < count; done += lanes) {
+        const size_t live = std::min(lanes, count - done);
+        for (size_t j = 0; j < lanes; ++j) {
+          uint8_t* b = blks[j];
+          std::memset(b, 0, 64);
+          if (j < live) {
+            Compress(adrs[done + j], b);
+            std::memcpy(b + kAdrscBytes, data[done + j], data_len);
+          }
+          b[kAdrscBytes + data_len] = 0x80;
+          StoreBe64(b + 56, (64 + kAdrscBytes + data_len) * 8);
+          ptrs[j] = b;
+          for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha256_chain_[w];
+        }
+        sha256_lanes_fn_(v, ptrs);
+        for (size_t j = 0; j < live; ++j) {
+          uint8_t full[32];
+          for (int w = 0; w < 8; ++w) StoreBe32(full + 4 * w, v[w * lanes + j]);
+          std::memcpy(out[done + j], full, n);
+        }
+      }
+      SecureZero(blks, sizeof(blks));
+      SecureZero(v, sizeof(v));
+      return;
+    }
+    for (size_t i = done; i < count; ++i) {
       std::memset(blk, 0, sizeof(blk));
       Compress(adrs[i], blk);
       std::memcpy(blk + kAdrscBytes, data[i], data_len);

@@ -101,6 +101,9 @@ class Hashes {
   const uint8_t* pk_seed_;
   const uint8_t* sk_seed_;
   void (*compress256_)(uint32_t[8], const uint8_t[64]);
+  // The SHA-256 lanes of the backend when the chosen path is kLanes (slhdsa/sha2.h), else null.
+  void (*sha256_lanes_fn_)(uint32_t*, const uint8_t* const*) = nullptr;
+  size_t sha256_lanes_ = 1;
   size_t group_lanes_;
   uint64_t pk_seed_lanes_[kMaxN / 8] = {};  // SHAKE: PK.seed as Keccak lanes
   uint32_t sha256_chain_[8] = {};
