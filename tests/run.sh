@@ -6,7 +6,7 @@
 #      any ASan, UBSan or LeakSanitizer report fails the run (tests/lsan.supp silences leaks that
 #      are entirely inside third-party libraries, never ours)
 #   2. a plain Release build of the kernels only, for the valgrind constant-time check (label ct),
-#      which cannot run under ASan
+#      which cannot run under ASan, and the SLH-DSA vectors in full (ASan runs a sample)
 #   3. a ThreadSanitizer build of the engine tests
 #   3b. the aarch64 cross build of the daemon (pqcd, pqc, pqc-load) and its kernel, engine, server
 #       and client tests, run under qemu (tests/cross/run_aarch64.sh; interop and deploy: x86 only)
@@ -86,6 +86,11 @@ ct_targets=$(ctest --test-dir build-ct -N -L '^ct$' 2>/dev/null | awk '/Test +#/
 if [[ -n $ct_targets ]]; then
   cmake --build build-ct -j "$jobs" --target ct_check
   ctest --test-dir build-ct -L '^ct$' --output-on-failure -j "$jobs" --timeout 900
+  # The SLH-DSA vectors in full (every sigGen case: ~1 s per 's'-set signature), which the
+  # sanitizer and qemu runs only sample (tests/kernels/test_slhdsa_acvp.cc). About 4 min.
+  echo "== SLH-DSA ACVP vectors in full, Release ($(($(date +%s) - start)) s so far)"
+  cmake --build build-ct -j "$jobs" --target test_slhdsa_acvp
+  ctest --test-dir build-ct -R '^test_slhdsa_acvp$' --output-on-failure --timeout 1200
 else
   # scripts/install-deps.sh installs valgrind: a missing check is a broken setup, not a pass.
   echo "tests/run.sh: the constant-time check is not registered (valgrind/memcheck.h missing)" >&2
