@@ -63,16 +63,32 @@ constexpr size_t kOidContentBytes = 9;
 struct OidEntry {
   AlgorithmId id;
   uint8_t arc;   // 4: KEM, 3: signature
-  uint8_t leaf;  // 1.. / 17..
+  uint8_t leaf;  // 1.. / 17.. / 20..
   std::string_view dotted;
+  // The PKCS#8 privateKey OCTET STRING holds the raw private key (SLH-DSA, RFC 9909), not the
+  // seed / expanded / both CHOICE of ML-KEM and ML-DSA.
+  bool raw_private = false;
 };
-constexpr std::array<OidEntry, 6> kOids = {{
+constexpr std::array<OidEntry, 18> kOids = {{
     {AlgorithmId::kMlKem512, 4, 1, "2.16.840.1.101.3.4.4.1"},
     {AlgorithmId::kMlKem768, 4, 2, "2.16.840.1.101.3.4.4.2"},
     {AlgorithmId::kMlKem1024, 4, 3, "2.16.840.1.101.3.4.4.3"},
     {AlgorithmId::kMlDsa44, 3, 17, "2.16.840.1.101.3.4.3.17"},
     {AlgorithmId::kMlDsa65, 3, 18, "2.16.840.1.101.3.4.3.18"},
     {AlgorithmId::kMlDsa87, 3, 19, "2.16.840.1.101.3.4.3.19"},
+    // id-slh-dsa-* (RFC 9909 §3; NIST CSOR sigAlgs).
+    {AlgorithmId::kSlhDsaSha2_128s, 3, 20, "2.16.840.1.101.3.4.3.20", true},
+    {AlgorithmId::kSlhDsaSha2_128f, 3, 21, "2.16.840.1.101.3.4.3.21", true},
+    {AlgorithmId::kSlhDsaSha2_192s, 3, 22, "2.16.840.1.101.3.4.3.22", true},
+    {AlgorithmId::kSlhDsaSha2_192f, 3, 23, "2.16.840.1.101.3.4.3.23", true},
+    {AlgorithmId::kSlhDsaSha2_256s, 3, 24, "2.16.840.1.101.3.4.3.24", true},
+    {AlgorithmId::kSlhDsaSha2_256f, 3, 25, "2.16.840.1.101.3.4.3.25", true},
+    {AlgorithmId::kSlhDsaShake128s, 3, 26, "2.16.840.1.101.3.4.3.26", true},
+    {AlgorithmId::kSlhDsaShake128f, 3, 27, "2.16.840.1.101.3.4.3.27", true},
+    {AlgorithmId::kSlhDsaShake192s, 3, 28, "2.16.840.1.101.3.4.3.28", true},
+    {AlgorithmId::kSlhDsaShake192f, 3, 29, "2.16.840.1.101.3.4.3.29", true},
+    {AlgorithmId::kSlhDsaShake256s, 3, 30, "2.16.840.1.101.3.4.3.30", true},
+    {AlgorithmId::kSlhDsaShake256f, 3, 31, "2.16.840.1.101.3.4.3.31", true},
 }};
 
 const OidEntry* EntryOf(AlgorithmId id) {
@@ -104,7 +120,7 @@ absl::StatusOr<AlgorithmId> ReadAlgorithmIdentifier(der::Reader& r) {
   if (!oid.ok()) return oid.status();
   if (!inner.empty()) {
     return absl::InvalidArgumentError(
-        "algorithm identifier: parameters must be absent for ML-KEM / ML-DSA");
+        "algorithm identifier: parameters must be absent for ML-KEM / ML-DSA / SLH-DSA");
   }
   if (oid->size() == kOidContentBytes &&
       std::memcmp(oid->data(), kNistAlgorithmsArc.data(), kNistAlgorithmsArc.size()) == 0) {
@@ -112,7 +128,7 @@ absl::StatusOr<AlgorithmId> ReadAlgorithmIdentifier(der::Reader& r) {
       if ((*oid)[7] == e.arc && (*oid)[8] == e.leaf) return e.id;
     }
   }
-  return absl::InvalidArgumentError("unsupported algorithm OID (not ML-KEM or ML-DSA)");
+  return absl::InvalidArgumentError("unsupported algorithm OID (not ML-KEM, ML-DSA or SLH-DSA)");
 }
 
 template <class Out>
@@ -201,6 +217,15 @@ std::string_view AsText(ByteView b) {
 absl::StatusOr<PrivateKey> DecodePrivateKeyChoice(AlgorithmId id, ByteView choice) {
   const kernels::AlgorithmFacts& f = Facts(id);
   PrivateKey key{id, {}, {}};
+  if (EntryOf(id)->raw_private) {
+    if (choice.size() != f.private_key_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("private key: expected ", f.private_key_bytes,
+                                                     " bytes for ", A(f.name), ", got ",
+                                                     choice.size()));
+    }
+    key.expanded = SecretBuffer(choice);
+    return key;
+  }
   der::Reader r(choice);
   switch (r.PeekTag()) {
     case der::kContext0Primitive: {
@@ -322,6 +347,25 @@ absl::StatusOr<SecretBuffer> EncodePkcs8Der(AlgorithmId id, ByteView seed, ByteV
     return absl::InvalidArgumentError(absl::StrCat("private key: expected ", f.private_key_bytes,
                                                    " bytes for ", A(f.name), ", got ",
                                                    expanded.size()));
+  }
+  if (e->raw_private) {
+    // RFC 9909: the privateKey OCTET STRING is the 4n-byte key itself; a seed has no encoding.
+    if (expanded.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("private key: ", A(f.name), " keys are encoded as the ", f.private_key_bytes,
+                       "-byte private key, not the seed (RFC 9909)"));
+    }
+    const size_t body =
+        3 + kAlgorithmIdentifierBytes + der::HeaderSize(expanded.size()) + expanded.size();
+    SecretBuffer out;
+    out.Reserve(der::HeaderSize(body) + body);
+    der::AppendHeader(out, der::kSequence, body);
+    static constexpr uint8_t kV0[] = {der::kInteger, 1, 0};
+    out.Append(kV0);
+    AppendAlgorithmIdentifier(out, *e);
+    der::AppendHeader(out, der::kOctetString, expanded.size());
+    out.Append(expanded);
+    return out;
   }
   size_t choice = 0;
   if (!seed.empty() && !expanded.empty()) {

@@ -99,6 +99,15 @@ template <class H>
 constexpr RowFunctions Hybrid() {
   return {&kHybrid<H>, nullptr, &H::PublicKeyOf, H::kDecapsKeyBytes, &PrepareKemKey<H>};
 }
+template <class S>
+constexpr DsaFunctions kSlhDsa = {&S::KeyGenBatch, &S::SignBatch, &S::VerifyBatch,
+                                  &S::PairwiseCheck, &S::CheckExpandedPrivateKey};
+// SLH-DSA: its own PublicKeyOf (the 4n-byte key ends with the public key; a seed takes one key
+// generation) and prepared form (slhdsa.h).
+template <class S>
+constexpr RowFunctions SlhDsaRow() {
+  return {nullptr, &kSlhDsa<S>, &S::PublicKeyOf, S::kPreparedBytes, &S::PreparePrivateKey};
+}
 template <AlgorithmId kId, int K, int L>
 constexpr RowFunctions Dsa() {
   return {nullptr, &kDsa<K, L>, &PublicKeyOf<kId, MlDsa<K, L>, DsaKeyGenItem>,
@@ -126,6 +135,30 @@ constexpr RowFunctions FunctionsOf(AlgorithmId id) {
       return Dsa<AlgorithmId::kMlDsa65, 6, 5>();
     case AlgorithmId::kMlDsa87:
       return Dsa<AlgorithmId::kMlDsa87, 8, 7>();
+    case AlgorithmId::kSlhDsaSha2_128s:
+      return SlhDsaRow<SlhDsaSha2_128s>();
+    case AlgorithmId::kSlhDsaSha2_128f:
+      return SlhDsaRow<SlhDsaSha2_128f>();
+    case AlgorithmId::kSlhDsaSha2_192s:
+      return SlhDsaRow<SlhDsaSha2_192s>();
+    case AlgorithmId::kSlhDsaSha2_192f:
+      return SlhDsaRow<SlhDsaSha2_192f>();
+    case AlgorithmId::kSlhDsaSha2_256s:
+      return SlhDsaRow<SlhDsaSha2_256s>();
+    case AlgorithmId::kSlhDsaSha2_256f:
+      return SlhDsaRow<SlhDsaSha2_256f>();
+    case AlgorithmId::kSlhDsaShake128s:
+      return SlhDsaRow<SlhDsaShake128s>();
+    case AlgorithmId::kSlhDsaShake128f:
+      return SlhDsaRow<SlhDsaShake128f>();
+    case AlgorithmId::kSlhDsaShake192s:
+      return SlhDsaRow<SlhDsaShake192s>();
+    case AlgorithmId::kSlhDsaShake192f:
+      return SlhDsaRow<SlhDsaShake192f>();
+    case AlgorithmId::kSlhDsaShake256s:
+      return SlhDsaRow<SlhDsaShake256s>();
+    case AlgorithmId::kSlhDsaShake256f:
+      return SlhDsaRow<SlhDsaShake256f>();
     default:
       return {};
   }

@@ -45,7 +45,7 @@ const char* FamilyNeed(Family family) {
     case Family::kKem:
       return "an ML-KEM algorithm";
     case Family::kDsa:
-      return "an ML-DSA algorithm";
+      return "a signature algorithm (ML-DSA, SLH-DSA)";
     case Family::kHash:
       break;
   }
@@ -242,8 +242,10 @@ absl::Status EncodeAnswerKeys(const AlgorithmDescriptor& d, pqc::v1::KeyFormat f
   if (private_key != nullptr && !private_key->empty()) {
     const kernels::Bytes expanded(reinterpret_cast<const uint8_t*>(private_key->data()),
                                   private_key->size());
-    auto sk = seed.empty() ? encoding::EncodePrivateKey(d.id(), {}, expanded, f)
-                           : encoding::EncodePrivateKey(d.id(), seed, {}, f);
+    // SLH-DSA's PKCS#8 form is the 4n-byte key itself (RFC 9909): never the seed.
+    const bool key_only = d.family() == Family::kDsa && !kernels::IsMlDsa(kernels::AsDsa(d.id()));
+    auto sk = seed.empty() || key_only ? encoding::EncodePrivateKey(d.id(), {}, expanded, f)
+                                       : encoding::EncodePrivateKey(d.id(), seed, {}, f);
     if (!sk.ok()) return sk.status();
     encoding::Wipe(private_key->data(), private_key->size());
     private_key->assign(reinterpret_cast<const char*>(sk->data()), sk->size());

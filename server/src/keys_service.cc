@@ -76,7 +76,9 @@ absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmDescriptor& info
     if (absl::Status s = CheckPublicKeySize(info, given.size(), "public_key"); !s.ok()) return s;
   }
   if (absl::Status s = CheckPrivateKeySize(info, sk.size(), "private_key"); !s.ok()) return s;
-  if (sk.size() != f.seed_bytes && info.family() == Family::kDsa && given.empty()) {
+  // An expanded ML-DSA key lacks t1 (FIPS 204 Alg. 24); an SLH-DSA key ends with its public key.
+  if (sk.size() != f.seed_bytes && info.family() == Family::kDsa &&
+      kernels::IsMlDsa(kernels::AsDsa(info.id())) && given.empty()) {
     return absl::InvalidArgumentError(
         "public_key: required with an expanded ML-DSA private key (it does not contain it)");
   }
@@ -187,7 +189,7 @@ grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* conte
           const AlgorithmDescriptor* info = LookupAlgorithm(request->algorithm());
           if (info == nullptr || info->family() == Family::kHash) {
             return absl::InvalidArgumentError(
-                StrCat("algorithm: Import needs an ML-KEM or ML-DSA algorithm, got ",
+                StrCat("algorithm: Import needs a KEM or signature algorithm, got ",
                        AlgorithmLabel(request->algorithm())));
           }
           scope->set_algorithm(Name(*info));

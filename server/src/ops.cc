@@ -249,9 +249,8 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
   st->ctx = ctx;
   const AlgorithmDescriptor* info = LookupAlgorithm(req.algorithm());
   if (info == nullptr || info->family() == Family::kHash) {
-    return InvalidArgumentError(
-        StrCat("algorithm: KeyGen needs an ML-KEM or ML-DSA algorithm, got ",
-               AlgorithmLabel(req.algorithm())));
+    return InvalidArgumentError(StrCat("algorithm: KeyGen needs a KEM or signature algorithm, got ",
+                                       AlgorithmLabel(req.algorithm())));
   }
   if (absl::Status s = CheckSeedSize(*info, req.seed().size(), "seed"); !s.ok()) return s;
   const kernels::AlgorithmFacts& f = *info->facts;
@@ -442,10 +441,15 @@ absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
 }
 
 namespace {
-absl::Status SetDsaMessageOptions(ServiceContext* ctx, const std::string& message,
-                                  const std::string& context, int pre_hash, bool external_mu,
-                                  Bytes* message_view, kernels::DsaMessageOptions* options) {
+absl::Status SetDsaMessageOptions(ServiceContext* ctx, const kernels::AlgorithmFacts& f,
+                                  const std::string& message, const std::string& context,
+                                  int pre_hash, bool external_mu, Bytes* message_view,
+                                  kernels::DsaMessageOptions* options) {
   if (absl::Status s = CheckFieldSize(ctx, message, "message"); !s.ok()) return s;
+  if (external_mu && !kernels::IsMlDsa(kernels::AsDsa(f.id))) {
+    return InvalidArgumentError(
+        StrCat("external_mu: ", std::string(f.name), " has none (FIPS 205; ML-DSA only)"));
+  }
   if (context.size() > 255) {
     return InvalidArgumentError(StrCat("context: at most 255 bytes, got ", context.size()));
   }
@@ -479,7 +483,7 @@ absl::Status PrepareSignWith(ServiceContext* ctx, const Caller& caller,
   auto& item = st->job.Set<kernels::DsaSignItem>(f.id);
   item.sk = k->key;
   item.prepared = st->held_prepared;
-  if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
+  if (absl::Status s = SetDsaMessageOptions(ctx, f, req.message(), req.context(), req.pre_hash(),
                                             req.external_mu(), &item.message, &item.options);
       !s.ok()) {
     return s;
@@ -503,8 +507,9 @@ absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
   if (!k.ok()) return k.status();
   auto& item = st->job.Set<kernels::DsaVerifyItem>(k->algorithm->id());
   item.pk = k->key;
-  if (absl::Status s = SetDsaMessageOptions(ctx, req.message(), req.context(), req.pre_hash(),
-                                            req.external_mu(), &item.message, &item.options);
+  if (absl::Status s =
+          SetDsaMessageOptions(ctx, *k->algorithm->facts, req.message(), req.context(),
+                               req.pre_hash(), req.external_mu(), &item.message, &item.options);
       !s.ok()) {
     return s;
   }

@@ -126,6 +126,9 @@ absl::Status TestHash(engine::Engine& engine, const kernels::AlgorithmFacts& f) 
 absl::Status RunSelfTest(engine::Engine& engine, int* tests_run) {
   int n = 0;
   for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) {
+    // SLH-DSA rows that share their code with a row that has a vector (algorithms.h): the kernel
+    // tests cover them with the ACVP vectors; an 's'-set signature would add a second to start-up.
+    if (f.kat_seed_hex.empty()) continue;
     absl::Status s;
     switch (f.family) {
       case kernels::Family::kKem:

@@ -18,7 +18,7 @@ TEST(Algorithms, NamesRoundTrip) {
     ASSERT_TRUE(parsed.has_value()) << name;
     EXPECT_EQ(*parsed, a) << name;
   }
-  EXPECT_EQ(AllAlgorithms().size(), 23u);
+  EXPECT_EQ(AllAlgorithms().size(), 35u);
 }
 
 // Each enumerator is the API's number of the registry row with that name (the names come from the
@@ -53,6 +53,18 @@ TEST(Algorithms, EnumeratorsAreTheRegistryRows) {
       {Algorithm::kSecP256r1MlKem768, "SecP256r1MLKEM768", 51},
       {Algorithm::kSecP384r1MlKem1024, "SecP384r1MLKEM1024", 52},
       {Algorithm::kXWing, "X-Wing", 53},
+      {Algorithm::kSlhDsaSha2_128s, "SLH-DSA-SHA2-128s", 60},
+      {Algorithm::kSlhDsaSha2_128f, "SLH-DSA-SHA2-128f", 61},
+      {Algorithm::kSlhDsaSha2_192s, "SLH-DSA-SHA2-192s", 62},
+      {Algorithm::kSlhDsaSha2_192f, "SLH-DSA-SHA2-192f", 63},
+      {Algorithm::kSlhDsaSha2_256s, "SLH-DSA-SHA2-256s", 64},
+      {Algorithm::kSlhDsaSha2_256f, "SLH-DSA-SHA2-256f", 65},
+      {Algorithm::kSlhDsaShake128s, "SLH-DSA-SHAKE-128s", 66},
+      {Algorithm::kSlhDsaShake128f, "SLH-DSA-SHAKE-128f", 67},
+      {Algorithm::kSlhDsaShake192s, "SLH-DSA-SHAKE-192s", 68},
+      {Algorithm::kSlhDsaShake192f, "SLH-DSA-SHAKE-192f", 69},
+      {Algorithm::kSlhDsaShake256s, "SLH-DSA-SHAKE-256s", 70},
+      {Algorithm::kSlhDsaShake256f, "SLH-DSA-SHAKE-256f", 71},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(AlgorithmName(r.algorithm), r.name);
@@ -68,6 +80,9 @@ TEST(Algorithms, LenientSpellings) {
   EXPECT_EQ(ParseAlgorithm("MLKEM1024"), Algorithm::kMlKem1024);
   EXPECT_EQ(ParseAlgorithm("ml_dsa_65"), Algorithm::kMlDsa65);
   EXPECT_EQ(ParseAlgorithm("sha3-256"), Algorithm::kSha3_256);
+  EXPECT_EQ(ParseAlgorithm("slh-dsa-shake-256f"), Algorithm::kSlhDsaShake256f);
+  EXPECT_EQ(ParseAlgorithm("SLHDSASHA2128S"), Algorithm::kSlhDsaSha2_128s);
+  EXPECT_EQ(ParseAlgorithm("slh_dsa_sha2_192f"), Algorithm::kSlhDsaSha2_192f);
   EXPECT_EQ(ParseAlgorithm("SHA256"), Algorithm::kSha256);
   EXPECT_EQ(ParseAlgorithm("sha2-256"), Algorithm::kSha256);
   EXPECT_EQ(ParseAlgorithm("SHA224"), Algorithm::kSha224);

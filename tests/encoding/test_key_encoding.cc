@@ -53,7 +53,7 @@ TEST(KeyEncoding, OidsAndStandardRows) {
       ExpectInvalid(EncodePkcs8Der(f.id, some, {}).status(), "has no standard key encoding");
     }
   }
-  EXPECT_EQ(encoded, 6);
+  EXPECT_EQ(encoded, 18);  // ML-KEM 3, ML-DSA 3, SLH-DSA 12
 }
 
 TEST(KeyEncoding, PublicKeyRoundTrips) {
@@ -128,6 +128,61 @@ TEST(KeyEncoding, KnownDerLayout) {
                                             0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03,
                                             0x11, 0x03, 0x82, 0x05, 0x21, 0x00};
   EXPECT_EQ(std::vector<uint8_t>(spki->begin(), spki->begin() + spki_prefix.size()), spki_prefix);
+}
+
+// SLH-DSA (RFC 9909): SPKI with the raw 2n-byte key, PKCS#8 whose privateKey OCTET STRING is the
+// raw 4n-byte key; the seed form has no encoding.
+TEST(KeyEncoding, SlhDsaForms) {
+  int rows = 0;
+  for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) {
+    if (!f.name.starts_with("SLH-DSA-")) continue;
+    ++rows;
+    SCOPED_TRACE(f.name);
+    const std::vector<uint8_t> pk = Pattern(f.public_key_bytes, 5);
+    const std::vector<uint8_t> sk = Pattern(f.private_key_bytes, 11);
+    for (KeyFormat fmt : {KeyFormat::kDer, KeyFormat::kPem}) {
+      absl::StatusOr<std::vector<uint8_t>> pub = EncodePublicKey(f.id, pk, fmt);
+      ASSERT_TRUE(pub.ok()) << pub.status();
+      absl::StatusOr<std::vector<uint8_t>> pk_back = PublicKeyToRaw(f.id, *pub);
+      ASSERT_TRUE(pk_back.ok()) << pk_back.status();
+      EXPECT_EQ(*pk_back, pk);
+      absl::StatusOr<SecretBuffer> priv = EncodePrivateKey(f.id, {}, sk, fmt);
+      ASSERT_TRUE(priv.ok()) << priv.status();
+      absl::StatusOr<PrivateKey> back = PrivateKeyToRaw(f.id, priv->view());
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(ToVec(back->expanded.view()), sk);
+      EXPECT_TRUE(back->seed.empty());
+    }
+    // DER: 30 len 02 01 00 30 0b 06 09 <2.16.840.1.101.3.4.3.x> 04 len <key> (the lengths take
+    // two bytes for 128-byte keys).
+    absl::StatusOr<SecretBuffer> der = EncodePkcs8Der(f.id, {}, sk);
+    ASSERT_TRUE(der.ok());
+    const ByteView d = der->view();
+    const size_t len_bytes = sk.size() < 128 ? 1 : 2;
+    ASSERT_EQ(d.size(),
+              1 + len_bytes + 3 + 13 + 1 + len_bytes + sk.size());  // 30 L, v0, AlgId, 04 L
+    EXPECT_EQ(d[d.size() - sk.size() - len_bytes - 1], 0x04);
+    EXPECT_EQ(d[d.size() - sk.size() - 1], sk.size());
+    EXPECT_EQ(ToVec(d.subspan(d.size() - sk.size())), sk);
+    // A seed has no PKCS#8 form; a privateKey of another size is refused, naming the size.
+    const std::vector<uint8_t> seed = Pattern(f.seed_bytes, 1);
+    ExpectInvalid(EncodePkcs8Der(f.id, seed, {}).status(), "not the seed");
+    if (len_bytes == 1) {
+      std::vector<uint8_t> shorter(d.begin(), d.end() - 1);
+      shorter[1] = static_cast<uint8_t>(shorter[1] - 1);
+      shorter[19] = static_cast<uint8_t>(shorter[19] - 1);
+      ExpectInvalid(DecodePkcs8Der(shorter).status(),
+                    "expected " + std::to_string(f.private_key_bytes) + " bytes");
+    }
+  }
+  EXPECT_EQ(rows, 12);
+  // RFC 9909's example prefix for SLH-DSA-SHA2-128s.
+  absl::StatusOr<SecretBuffer> der =
+      EncodePkcs8Der(AlgorithmId::kSlhDsaSha2_128s, {}, Pattern(64, 0));
+  ASSERT_TRUE(der.ok());
+  const std::vector<uint8_t> prefix = {0x30, 0x52, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60,
+                                       0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x14, 0x04, 0x40};
+  EXPECT_EQ(ToVec(der->view().first(prefix.size())), prefix);
 }
 
 TEST(KeyEncoding, WrongOidAndMismatchRefused) {

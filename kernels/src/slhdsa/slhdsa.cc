@@ -735,10 +735,7 @@ absl::Status SlhDsa<P>::PublicKeyOf(Bytes sk, MutBytes pk) {
     return slhdsa::SizeError("public key buffer", P, absl::StrCat(kPublicKeyBytes, " bytes"),
                              pk.size());
   }
-  if (sk.size() == kPrivateKeyBytes) {
-    std::memcpy(pk.data(), sk.data() + 2 * kN, kPublicKeyBytes);
-    return absl::OkStatus();
-  }
+  if (sk.size() == kPrivateKeyBytes) return CheckExpandedPrivateKey(sk, {}, pk);
   if (sk.size() == kSeedBytes) {
     uint8_t full[4 * slhdsa::kMaxN];
     slhdsa::KeyGenInternal(P, sk.data(), sk.data() + kN, sk.data() + 2 * kN, pk.data(), full);

@@ -43,6 +43,18 @@ enum class Algorithm : int {
   kSecP256r1MlKem768 = 51,
   kSecP384r1MlKem1024 = 52,
   kXWing = 53,
+  kSlhDsaSha2_128s = 60,
+  kSlhDsaSha2_128f = 61,
+  kSlhDsaSha2_192s = 62,
+  kSlhDsaSha2_192f = 63,
+  kSlhDsaSha2_256s = 64,
+  kSlhDsaSha2_256f = 65,
+  kSlhDsaShake128s = 66,
+  kSlhDsaShake128f = 67,
+  kSlhDsaShake192s = 68,
+  kSlhDsaShake192f = 69,
+  kSlhDsaShake256s = 70,
+  kSlhDsaShake256f = 71,
 };
 
 // Canonical names: "ML-KEM-768", "ML-DSA-65", "SHA3-256", "SHAKE128", "SM3", "SHA2-256", ...

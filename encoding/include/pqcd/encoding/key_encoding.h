@@ -66,7 +66,7 @@ struct PublicKey {
 };
 
 // A decoded private key: the seed (ML-KEM d||z, ML-DSA xi), the expanded key (ML-KEM dk, ML-DSA
-// sk), or both (the PKCS#8 "both" form; the caller checks that they agree).
+// sk, SLH-DSA's 4n-byte private key), or both (the PKCS#8 "both" form; the caller checks that they agree).
 struct PrivateKey {
   AlgorithmId algorithm;
   SecretBuffer seed;
@@ -78,7 +78,9 @@ absl::StatusOr<std::vector<uint8_t>> EncodeSpkiDer(AlgorithmId id, ByteView raw_
 absl::StatusOr<PublicKey> DecodeSpkiDer(ByteView der);
 
 // DER PKCS#8 OneAsymmetricKey v0. Encode: seed form if only `seed` is given, expandedKey form if
-// only `expanded` is given, both form if both are.
+// only `expanded` is given, both form if both are. SLH-DSA (RFC 9909): the privateKey OCTET
+// STRING is the 4n-byte private key itself, so `expanded` is required and `seed` is not encoded;
+// decoding fills `expanded` only.
 absl::StatusOr<SecretBuffer> EncodePkcs8Der(AlgorithmId id, ByteView seed, ByteView expanded);
 absl::StatusOr<PrivateKey> DecodePkcs8Der(ByteView der);
 

@@ -18,6 +18,7 @@
 #include "pqcd/kernels/hybrid.h"
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
+#include "pqcd/kernels/slhdsa.h"
 
 namespace pqcd::kernels {
 
@@ -50,8 +51,20 @@ enum class AlgorithmId : uint8_t {
   kSecP256r1MlKem768,
   kSecP384r1MlKem1024,
   kXWing,
+  kSlhDsaSha2_128s,
+  kSlhDsaSha2_128f,
+  kSlhDsaSha2_192s,
+  kSlhDsaSha2_192f,
+  kSlhDsaSha2_256s,
+  kSlhDsaSha2_256f,
+  kSlhDsaShake128s,
+  kSlhDsaShake128f,
+  kSlhDsaShake192s,
+  kSlhDsaShake192f,
+  kSlhDsaShake256s,
+  kSlhDsaShake256f,
 };
-inline constexpr size_t kNumAlgorithms = 23;
+inline constexpr size_t kNumAlgorithms = 35;
 
 struct AlgorithmFacts {
   AlgorithmId id;
@@ -74,6 +87,9 @@ struct AlgorithmFacts {
   bool xof;
   // Start-up known-answer test, hex. KEM/DSA: the key-generation seed (KEM d||z, DSA xi) and
   // SHA3-256(public key || expanded private key); hash: the digest of "abc".
+  // The start-up known-answer test (server/src/selftest.cc): the seed (KEM, DSA) or message (hash)
+  // and the expected SHA3-256(public key || private key) or digest. Empty for the SLH-DSA rows
+  // that share their code with a row that has one (checked below).
   std::string_view kat_seed_hex;
   std::string_view kat_digest_hex;
 };
@@ -240,6 +256,45 @@ inline constexpr std::array<AlgorithmFacts, kNumAlgorithms> kAlgorithms = {{
         AlgorithmId::kXWing, KemAlgorithm::kXWing, 53,
         "7F9C2BA4E88F827D616045507605853ED73B8093F6EFBC88EB1A6EACFA66EF26",
         "8d15aa9f382de5f8efd187b9064db375b199f69c2657e89ddefe4d4806697192"),
+    // SLH-DSA (slhdsa.h): the start-up known-answer test runs on one row per hash code path
+    // (SHAKE; SHA-256 only, n = 16; SHA-256 with SHA-512, n = 24 and 32), the 'f' sets; the other
+    // rows run the same code with other parameters and are left out of it (an empty seed), as an
+    // 's'-set signature takes about a second. The kernel tests run every row on the ACVP vectors.
+    // The seeds are 00 01 02 ...; the digests were checked against liboqs 0.16's key generation.
+    algorithms_detail::Dsa<SlhDsaSha2_128s>(AlgorithmId::kSlhDsaSha2_128s,
+                                            DsaAlgorithm::kSlhDsaSha2_128s, 60, "", ""),
+    algorithms_detail::Dsa<SlhDsaSha2_128f>(
+        AlgorithmId::kSlhDsaSha2_128f, DsaAlgorithm::kSlhDsaSha2_128f, 61,
+        "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"
+        "202122232425262728292A2B2C2D2E2F",
+        "88f6dc2411727f039a0de890ada317ade81a904a42e1665b5aedaffc41cfdbe1"),
+    algorithms_detail::Dsa<SlhDsaSha2_192s>(AlgorithmId::kSlhDsaSha2_192s,
+                                            DsaAlgorithm::kSlhDsaSha2_192s, 62, "", ""),
+    algorithms_detail::Dsa<SlhDsaSha2_192f>(
+        AlgorithmId::kSlhDsaSha2_192f, DsaAlgorithm::kSlhDsaSha2_192f, 63,
+        "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"
+        "202122232425262728292A2B2C2D2E2F303132333435363738393A3B3C3D3E3F"
+        "4041424344454647",
+        "0386efe382c045bd2d3afe7ae4c9dc67484a1d39d36fd6cbd8f6dd4d8ccc7a46"),
+    algorithms_detail::Dsa<SlhDsaSha2_256s>(AlgorithmId::kSlhDsaSha2_256s,
+                                            DsaAlgorithm::kSlhDsaSha2_256s, 64, "", ""),
+    algorithms_detail::Dsa<SlhDsaSha2_256f>(AlgorithmId::kSlhDsaSha2_256f,
+                                            DsaAlgorithm::kSlhDsaSha2_256f, 65, "", ""),
+    algorithms_detail::Dsa<SlhDsaShake128s>(AlgorithmId::kSlhDsaShake128s,
+                                            DsaAlgorithm::kSlhDsaShake128s, 66, "", ""),
+    algorithms_detail::Dsa<SlhDsaShake128f>(
+        AlgorithmId::kSlhDsaShake128f, DsaAlgorithm::kSlhDsaShake128f, 67,
+        "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"
+        "202122232425262728292A2B2C2D2E2F",
+        "e884720280e86d01899100df816a601b4a23cf785ffdc772f43fb9f86d9a52eb"),
+    algorithms_detail::Dsa<SlhDsaShake192s>(AlgorithmId::kSlhDsaShake192s,
+                                            DsaAlgorithm::kSlhDsaShake192s, 68, "", ""),
+    algorithms_detail::Dsa<SlhDsaShake192f>(AlgorithmId::kSlhDsaShake192f,
+                                            DsaAlgorithm::kSlhDsaShake192f, 69, "", ""),
+    algorithms_detail::Dsa<SlhDsaShake256s>(AlgorithmId::kSlhDsaShake256s,
+                                            DsaAlgorithm::kSlhDsaShake256s, 70, "", ""),
+    algorithms_detail::Dsa<SlhDsaShake256f>(AlgorithmId::kSlhDsaShake256f,
+                                            DsaAlgorithm::kSlhDsaShake256f, 71, "", ""),
 }};
 
 constexpr const AlgorithmFacts& Facts(AlgorithmId id) {
@@ -266,6 +321,23 @@ constexpr bool TableIsConsistent() {
 static_assert(algorithms_detail::TableIsConsistent(),
               "kAlgorithms: ids in order, names, API numbers and family values distinct");
 
+namespace algorithms_detail {
+// Every row has a start-up KAT except SLH-DSA rows, and SLH-DSA has one for each of its three hash
+// code paths: SHAKE, SHA2 with n = 16 (SHA-256 only), SHA2 with n = 24 / 32 (SHA-512 too).
+constexpr bool EveryCodePathHasAKat() {
+  for (const AlgorithmFacts& f : kAlgorithms) {
+    const bool slh = f.name.substr(0, 8) == "SLH-DSA-";
+    if (f.kat_seed_hex.empty() != f.kat_digest_hex.empty()) return false;
+    if (!slh && f.kat_seed_hex.empty()) return false;
+  }
+  return !Facts(AlgorithmId::kSlhDsaShake128f).kat_seed_hex.empty() &&
+         !Facts(AlgorithmId::kSlhDsaSha2_128f).kat_seed_hex.empty() &&
+         !Facts(AlgorithmId::kSlhDsaSha2_192f).kat_seed_hex.empty();
+}
+}  // namespace algorithms_detail
+static_assert(algorithms_detail::EveryCodePathHasAKat(),
+              "a start-up KAT for every row, SLH-DSA: one per hash code path");
+
 // The registry id of a family's kernel enum value.
 // The KEM rows are in two runs (ML-KEM, then the hybrids after every other row): a search.
 constexpr AlgorithmId IdOf(KemAlgorithm a) {
@@ -274,9 +346,12 @@ constexpr AlgorithmId IdOf(KemAlgorithm a) {
   }
   return AlgorithmId::kMlKem512;  // unreachable for a valid KemAlgorithm (checked below)
 }
+// The DSA rows are in two runs too (ML-DSA, then SLH-DSA after the hybrids).
 constexpr AlgorithmId IdOf(DsaAlgorithm a) {
-  return static_cast<AlgorithmId>(static_cast<uint8_t>(AlgorithmId::kMlDsa44) +
-                                  static_cast<uint8_t>(a));
+  for (const AlgorithmFacts& f : kAlgorithms) {
+    if (f.family == Family::kDsa && f.family_value == static_cast<uint8_t>(a)) return f.id;
+  }
+  return AlgorithmId::kMlDsa44;  // unreachable for a valid DsaAlgorithm (checked below)
 }
 // The hash rows are in HashAlgorithm order (checked below): an index, not a search.
 constexpr AlgorithmId IdOf(HashAlgorithm a) {
@@ -298,6 +373,8 @@ static_assert(AsKem(IdOf(KemAlgorithm::kXWing)) == KemAlgorithm::kXWing &&
               IdOf(KemAlgorithm::kXWing) == AlgorithmId::kXWing);
 static_assert(AsDsa(IdOf(DsaAlgorithm::kMlDsa87)) == DsaAlgorithm::kMlDsa87 &&
               Facts(IdOf(DsaAlgorithm::kMlDsa87)).family == Family::kDsa);
+static_assert(IdOf(DsaAlgorithm::kSlhDsaShake256f) == AlgorithmId::kSlhDsaShake256f &&
+              Facts(AlgorithmId::kSlhDsaSha2_128f).signature_bytes == 17088);
 namespace algorithms_detail {
 constexpr bool FamilyRowsInEnumOrder() {
   for (const AlgorithmFacts& f : kAlgorithms) {

@@ -34,6 +34,9 @@ enum class DsaAlgorithm : uint8_t {
   kSlhDsaShake256s,
   kSlhDsaShake256f,
 };
+constexpr bool IsMlDsa(DsaAlgorithm a) {
+  return a <= DsaAlgorithm::kMlDsa87;
+}
 
 // HashML-DSA pre-hash functions (FIPS 204 §5.4); kNone selects pure ML-DSA.
 enum class PreHash : uint8_t {

@@ -13,6 +13,7 @@
 #include "pqcd/kernels/mldsa.h"
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/kernels/slhdsa.h"
 
 namespace pqcd::kernels {
 

@@ -121,7 +121,8 @@ class SlhDsa {
   // The signer's form of sk (seed or a private key that passes CheckExpandedPrivateKey) into
   // prepared (kPreparedBytes; secret: the caller keeps it locked and wipes it).
   static absl::Status PreparePrivateKey(Bytes sk, MutBytes prepared);
-  // The public key of a private key (4n bytes: its tail; seed form: one key generation).
+  // The public key of a private key: of a 4n-byte key its tail, once CheckExpandedPrivateKey
+  // passes; of the seed form, one key generation. Either costs one key generation.
   static absl::Status PublicKeyOf(Bytes sk, MutBytes pk);
 
   // Batch entry points (registry DsaFunctions). Items are independent; their hashes run on
