@@ -236,6 +236,14 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
   ASSERT_TRUE(SignWith(b, "shared", 0, &sig).ok());
   EXPECT_EQ(sig.key_version(), 1u);
   EXPECT_TRUE(VerifyWith(a, "shared", 1, sig.signature()));
+  // An SLH-DSA key travels the same way (each replica makes its own prepared form).
+  ASSERT_TRUE(KeyGenHeld(a, "shared-slh", SLH_DSA_SHAKE_128F).ok());
+  t = WaitFor([&] { return SignWith(b, "shared-slh", 0).ok(); }, kBound);
+  ASSERT_GE(t.count(), 0) << "B did not see the SLH-DSA key created on A\n" << b.log();
+  SignResponse slh;
+  ASSERT_TRUE(SignWith(b, "shared-slh", 0, &slh).ok());
+  EXPECT_EQ(slh.signature().size(), 17088u);
+  EXPECT_TRUE(VerifyWith(a, "shared-slh", 1, slh.signature()));
 
   // Rotate on A: B signs with version 2 within the bound; version 1 stays usable.
   RotateKeyRequest rr;
