@@ -278,7 +278,7 @@ pqcd::client::PreHash ParsePh(const std::string& name) {
 int main(int argc, char** argv) {
   Global g;
   CLI::App app{
-      "pqc: command-line client of the pqcd post-quantum crypto daemon (ML-KEM, ML-DSA, "
+      "pqc: command-line client of the pqcd post-quantum crypto daemon (ML-KEM, ML-DSA, SLH-DSA, "
       "SHA-3/SHAKE, SM3, SHA-2).\n"
       "Exit codes: 0 ok, 1 verification failed / not serving, 2 usage or input error, "
       "3 server or transport error.",
