@@ -34,11 +34,11 @@
 #include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "mldsa/poly.h"
-#include "prehash.h"
 #include "mldsa/rider.h"
 #include "mldsa/sample.h"
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/sha3.h"
+#include "prehash.h"
 
 namespace pqcd::kernels {
 namespace {

@@ -66,7 +66,8 @@ struct PublicKey {
 };
 
 // A decoded private key: the seed (ML-KEM d||z, ML-DSA xi), the expanded key (ML-KEM dk, ML-DSA
-// sk, SLH-DSA's 4n-byte private key), or both (the PKCS#8 "both" form; the caller checks that they agree).
+// sk, SLH-DSA's 4n-byte private key), or both (the PKCS#8 "both" form; the caller checks that they
+// agree).
 struct PrivateKey {
   AlgorithmId algorithm;
   SecretBuffer seed;
