@@ -130,7 +130,8 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   ParseResult result;
   Config& c = result.config;
   CLI::App app{
-      "pqcd: post-quantum cryptography daemon (ML-KEM, ML-DSA, SLH-DSA, SHA-3/SHAKE, SM3, SHA-2) over gRPC",
+      "pqcd: post-quantum cryptography daemon (ML-KEM, ML-DSA, SLH-DSA, SHA-3/SHAKE, SM3, SHA-2) "
+      "over gRPC",
       "pqcd"};
   app.get_formatter()->column_width(36);
   app.footer(
