@@ -6,6 +6,10 @@
 //
 // Built only when CMake is given a liboqs build with SLH-DSA enabled:
 //   -DPQCD_LIBOQS_DIR=/path/to/liboqs-build   (its include/ and lib/liboqs.a)
+// and, optionally, the SPHINCS+ team's AVX2 code (bench/peers/build-sphincsplus.sh):
+//   -DPQCD_SPHINCSPLUS_DIR=/path/to/its/output  (libspxpeers.a, spx_peers.h)
+// SPHINCS+ 3.1 is not byte-compatible with FIPS 205, so its signatures are only checked against
+// its own verification; it is timed on the same message with its own keys.
 // Run pinned:  build/bench/slhdsa-peers --cpu=1 --rounds=7 [--sets=SLH-DSA-SHA2-128f,...]
 #include <sched.h>
 #include <x86intrin.h>
@@ -28,6 +32,9 @@
 extern "C" {
 #include <oqs/oqs.h>
 }
+#ifdef PQCD_HAVE_SPHINCSPLUS
+#include "spx_peers.h"
+#endif
 
 namespace k = pqcd::kernels;
 
@@ -61,6 +68,77 @@ std::string OqsName(std::string_view set) {
 }
 
 constexpr int kBatch = 8;
+
+struct SpxFns {
+  const char* set;
+  int (*keypair)(unsigned char*, unsigned char*, const unsigned char*);
+  int (*sign)(uint8_t*, size_t*, const uint8_t*, size_t, const uint8_t*);
+  int (*verify)(const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*);
+};
+#ifdef PQCD_HAVE_SPHINCSPLUS
+#define PQCD_SPX(set, p) \
+  { set, p##_keypair, p##_sign, p##_verify }
+constexpr SpxFns kSpx[] = {
+    PQCD_SPX("SLH-DSA-SHA2-128s", spx_sha2_128s),   PQCD_SPX("SLH-DSA-SHA2-128f", spx_sha2_128f),
+    PQCD_SPX("SLH-DSA-SHA2-192s", spx_sha2_192s),   PQCD_SPX("SLH-DSA-SHA2-192f", spx_sha2_192f),
+    PQCD_SPX("SLH-DSA-SHA2-256s", spx_sha2_256s),   PQCD_SPX("SLH-DSA-SHA2-256f", spx_sha2_256f),
+    PQCD_SPX("SLH-DSA-SHAKE-128s", spx_shake_128s), PQCD_SPX("SLH-DSA-SHAKE-128f", spx_shake_128f),
+    PQCD_SPX("SLH-DSA-SHAKE-192s", spx_shake_192s), PQCD_SPX("SLH-DSA-SHAKE-192f", spx_shake_192f),
+    PQCD_SPX("SLH-DSA-SHAKE-256s", spx_shake_256s), PQCD_SPX("SLH-DSA-SHAKE-256f", spx_shake_256f),
+};
+#undef PQCD_SPX
+#endif
+
+const SpxFns* SpxOf(std::string_view set) {
+#ifdef PQCD_HAVE_SPHINCSPLUS
+  for (const SpxFns& f : kSpx) {
+    if (set == f.set) return &f;
+  }
+#else
+  (void)set;
+#endif
+  return nullptr;
+}
+
+// The SPHINCS+ team's code for this set, with its own keys, checked against itself.
+template <class S>
+bool AddSphincsPlus(std::vector<Block>& blocks, std::vector<std::function<void()>>& cleanup,
+                    const std::vector<uint8_t>& msg, int sign_calls) {
+  const SpxFns* f = SpxOf(S::kName);
+  if (f == nullptr) return true;
+  struct Keys {
+    std::vector<uint8_t> pk = std::vector<uint8_t>(S::kPublicKeyBytes);
+    std::vector<uint8_t> sk = std::vector<uint8_t>(S::kPrivateKeyBytes);
+    std::vector<uint8_t> sig = std::vector<uint8_t>(S::kSignatureBytes);
+  };
+  auto* keys = new Keys;
+  cleanup.push_back([keys] { delete keys; });
+  std::vector<uint8_t> seed(3 * (S::kPublicKeyBytes / 2), 0x42);
+  size_t len = 0;
+  if (f->keypair(keys->pk.data(), keys->sk.data(), seed.data()) != 0 ||
+      f->sign(keys->sig.data(), &len, msg.data(), msg.size(), keys->sk.data()) != 0 ||
+      len != S::kSignatureBytes) {
+    return false;
+  }
+  const bool good = f->verify(keys->sig.data(), len, msg.data(), msg.size(), keys->pk.data()) == 0;
+  std::vector<uint8_t> bad = keys->sig;
+  bad[bad.size() / 3] ^= 1;
+  const bool rejects =
+      f->verify(bad.data(), bad.size(), msg.data(), msg.size(), keys->pk.data()) != 0;
+  std::printf("%s: sphincsplus verifies its own signature %s, changed signature rejected %s\n",
+              S::kName.data(), good ? "ok" : "FAILED", rejects ? "ok" : "FAILED");
+  if (!good || !rejects) return false;
+  blocks.push_back({std::string(S::kName), "sign", "sphincsplus", sign_calls, [keys, f, msg] {
+                      size_t l = 0;
+                      return f->sign(keys->sig.data(), &l, msg.data(), msg.size(),
+                                     keys->sk.data()) == 0;
+                    }});
+  blocks.push_back({std::string(S::kName), "verify", "sphincsplus", 10, [keys, f, msg] {
+                      return f->verify(keys->sig.data(), keys->sig.size(), msg.data(), msg.size(),
+                                       keys->pk.data()) == 0;
+                    }});
+  return true;
+}
 
 template <class S>
 bool AddSet(std::vector<Block>& blocks, std::vector<std::function<void()>>& cleanup) {
@@ -131,7 +209,7 @@ bool AddSet(std::vector<Block>& blocks, std::vector<std::function<void()>>& clea
                                             keys->sig.data(), keys->sig.size(),
                                             keys->pk.data()) == OQS_SUCCESS;
                     }});
-  return true;
+  return AddSphincsPlus<S>(blocks, cleanup, keys->msg, sign_calls);
 }
 
 double Median(std::vector<uint64_t> v) {
@@ -235,14 +313,23 @@ int main(int argc, char** argv) {
   for (size_t b = 0; b < blocks.size(); ++b) {
     med[blocks[b].set + "|" + blocks[b].op + "|" + blocks[b].impl] = Median(ticks[b]);
   }
-  std::printf("\n| parameter set | operation | pqcd ticks | liboqs ticks | pqcd/liboqs |\n");
-  std::printf("|---|---|---:|---:|---:|\n");
+  std::printf(
+      "\n| parameter set | operation | pqcd ticks | liboqs ticks | sphincsplus avx2 ticks | "
+      "pqcd/liboqs | pqcd/sphincsplus |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|\n");
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (blocks[b].impl != "pqcd" || blocks[b].op == "sign b8/item") continue;
-    const double ours = med[blocks[b].set + "|" + blocks[b].op + "|pqcd"];
-    const double peer = med[blocks[b].set + "|" + blocks[b].op + "|liboqs"];
-    std::printf("| %s | %s | %.0f | %.0f | %.2f |\n", blocks[b].set.c_str(), blocks[b].op.c_str(),
-                ours, peer, ours / peer);
+    const std::string key = blocks[b].set + "|" + blocks[b].op + "|";
+    const double ours = med[key + "pqcd"];
+    const double peer = med[key + "liboqs"];
+    const auto spx = med.find(key + "sphincsplus");
+    if (spx == med.end()) {
+      std::printf("| %s | %s | %.0f | %.0f | - | %.2f | - |\n", blocks[b].set.c_str(),
+                  blocks[b].op.c_str(), ours, peer, ours / peer);
+    } else {
+      std::printf("| %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", blocks[b].set.c_str(),
+                  blocks[b].op.c_str(), ours, peer, spx->second, ours / peer, ours / spx->second);
+    }
   }
   std::printf(
       "\n| parameter set | pqcd sign, one call | pqcd sign, batch of 8, per item | ratio |\n");

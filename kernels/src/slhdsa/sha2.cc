@@ -225,6 +225,7 @@ Sha256::~Sha256() {
 }
 
 void Sha256::Update(Bytes in) {
+  if (in.empty()) return;  // an empty span may have no data pointer at all
   const uint8_t* p = in.data();
   size_t len = in.size();
   total_ += len;
@@ -272,6 +273,7 @@ Sha512::~Sha512() {
 }
 
 void Sha512::Update(Bytes in) {
+  if (in.empty()) return;  // an empty span may have no data pointer at all
   const uint8_t* p = in.data();
   size_t len = in.size();
   total_ += len;
