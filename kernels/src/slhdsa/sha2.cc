@@ -8,6 +8,7 @@
 #include "slhdsa/backend.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -181,7 +182,16 @@ __attribute__((target("sha,sse4.1"))) void Sha256CompressShaNi(uint32_t h[8],
 }
 
 bool Sha256ShaNiSupported() {
-  static const bool supported = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  // CPUID directly: clang 14's __builtin_cpu_supports does not know "sha". SHA: leaf 7 EBX bit
+  // 29; SSE4.1: leaf 1 ECX bit 19.
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx) || eax < 7) return false;
+    __cpuid_count(1, 0, eax, ebx, ecx, edx);
+    const bool sse41 = (ecx >> 19) & 1;
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    return sse41 && ((ebx >> 29) & 1) != 0;
+  }();
   return supported;
 }
 #else
