@@ -155,20 +155,26 @@ TEST(SlhDsaAcvp, Sha256Paths) {
   VectorCounter counter(
       "SLH-DSA-keyGen-FIPS205/internalProjection.json (SHA2 sets, SHA-256 paths)");
   pqcd::testing::ScopedIsa restore;
-  std::vector<std::pair<std::string, slhdsa::Sha256Path>> paths = {
-      {"portable", slhdsa::Sha256Path::kPortable}};
-  if (slhdsa::Sha256ShaNiSupported()) paths.push_back({"sha-ni", slhdsa::Sha256Path::kShaNi});
+  struct PathCase {
+    std::string name;
+    slhdsa::Sha256Path path;
+    Isa isa;
+  };
+  std::vector<PathCase> paths = {{"portable", slhdsa::Sha256Path::kPortable, ActiveIsa()}};
+  if (slhdsa::Sha256ShaNiSupported()) {
+    paths.push_back({"sha-ni", slhdsa::Sha256Path::kShaNi, ActiveIsa()});
+  }
+  // The lanes of every backend that has its own (AVX2 x8, AVX-512 x16).
   for (Isa isa : pqcd::testing::SupportedIsas()) {
     if (slhdsa::BackendFor(isa).sha256_lanes > 1) {
-      ASSERT_TRUE(SetActiveIsa(isa).ok());  // the lanes of the last backend that has them
-      paths.push_back({"lanes", slhdsa::Sha256Path::kLanes});
-      break;
+      paths.push_back({"lanes:" + std::string(IsaName(isa)), slhdsa::Sha256Path::kLanes, isa});
     }
   }
   SeededRandom rng(uint64_t{205});
-  for (const auto& [path_name, path] : paths) {
+  for (const auto& [path_name, path, isa] : paths) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
     slhdsa::SetSha256PathForTesting(path);
-    // The compression itself, eight blocks at a time where the path has lanes.
+    // The compression itself, all the backend's lanes at a time where the path has lanes.
     const size_t lanes =
         path == slhdsa::Sha256Path::kLanes ? slhdsa::ActiveBackend().sha256_lanes : 1;
     for (int round = 0; round < 50; ++round) {

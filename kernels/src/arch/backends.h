@@ -49,6 +49,9 @@ extern const Backend kAvx512;
 namespace sm3 {
 extern const Backend kAvx512;
 }
+namespace slhdsa {
+extern const Backend kAvx512;
+}
 #endif
 
 #if defined(__aarch64__)
@@ -106,10 +109,10 @@ inline constexpr ArchBackend kArchBackends[] = {
     // AVX2 + BMI1/BMI2 (+ OS-enabled YMM state).
     {Isa::kAvx2, Use(keccak::kAvx2), Use(sm3::kAvx2), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
      Use(slhdsa::kAvx2)},
-    // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates) and SM3 (x16); ML-KEM and
-    // ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels), SLH-DSA's SHA-256 too.
+    // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates), SM3 (x16) and SLH-DSA's
+    // SHA-256 (x16); ML-KEM and ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels).
     {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
-     Use(slhdsa::kAvx2)},
+     Use(slhdsa::kAvx512)},
 #endif
 #if defined(__aarch64__)
     // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA all 45 hooks; SM3 portable.

@@ -22,7 +22,7 @@ void Sha256Lanes1(uint32_t* v, const uint8_t* const* blocks);
 }  // namespace portable
 
 struct Backend {
-  // Lanes of sha256_lanes: 1 or 8.
+  // Lanes of sha256_compress_lanes: 1, 8 (AVX2) or 16 (AVX-512); at most 16 (thash.cc).
   uint8_t sha256_lanes = 1;
   // One SHA-256 compression (FIPS 180-4 §6.2.2) in each of the lanes: v holds the 8 chaining
   // words of every lane interleaved (word i of lane j at v[i * lanes + j]); blocks[j] points to

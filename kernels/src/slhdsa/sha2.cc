@@ -15,16 +15,6 @@
 namespace pqcd::kernels::slhdsa {
 namespace {
 
-constexpr uint32_t kK256[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
 constexpr uint64_t kK512[80] = {
     0x428a2f98d728ae22, 0x7137449123ef65cd, 0xb5c0fbcfec4d3b2f, 0xe9b5dba58189dbbc,
     0x3956c25bf348b538, 0x59f111f1b605d019, 0x923f82a4af194f9b, 0xab1c5ed5da6d8118,
@@ -83,7 +73,7 @@ void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]) {
   uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
   for (int t = 0; t < 64; ++t) {
     const uint32_t t1 = hh + (Rotr32(e, 6) ^ Rotr32(e, 11) ^ Rotr32(e, 25)) + ((e & f) ^ (~e & g)) +
-                        kK256[t] + w[t];
+                        kSha256K[t] + w[t];
     const uint32_t t2 =
         (Rotr32(a, 2) ^ Rotr32(a, 13) ^ Rotr32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     hh = g;
@@ -165,7 +155,7 @@ __attribute__((target("sha,sse4.1"))) void Sha256CompressShaNi(uint32_t h[8],
   }
   for (int g = 0; g < 16; ++g) {
     __m128i m =
-        _mm_add_epi32(w[g], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK256 + 4 * g)));
+        _mm_add_epi32(w[g], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kSha256K + 4 * g)));
     cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
     m = _mm_shuffle_epi32(m, 0x0E);
     abef = _mm_sha256rnds2_epu32(abef, cdgh, m);
@@ -211,8 +201,12 @@ Sha256Path ChosenSha256Path() {
   const Sha256Path forced = g_forced.load(std::memory_order_relaxed);
   if (forced != Sha256Path::kAuto) return forced;
   if (ActiveIsa() == Isa::kPortable) return Sha256Path::kPortable;
+  const size_t lanes = ActiveBackend().sha256_lanes;
+  // Sixteen AVX-512 lanes beat one SHA-NI stream; eight AVX2 lanes only tie with it
+  // (bench/RESULTS.md, "SLH-DSA").
+  if (lanes >= 16) return Sha256Path::kLanes;
   if (Sha256ShaNiSupported()) return Sha256Path::kShaNi;
-  return ActiveBackend().sha256_lanes > 1 ? Sha256Path::kLanes : Sha256Path::kPortable;
+  return lanes > 1 ? Sha256Path::kLanes : Sha256Path::kPortable;
 }
 
 void SetSha256PathForTesting(Sha256Path path) {
@@ -220,7 +214,11 @@ void SetSha256PathForTesting(Sha256Path path) {
 }
 
 Sha256CompressFn ActiveSha256Compress() {
-  return ChosenSha256Path() == Sha256Path::kShaNi ? &Sha256CompressShaNi : &Sha256CompressPortable;
+  // The single-stream hashes (T_l, H_msg, PRF_msg) take SHA-NI on the lanes path too.
+  const Sha256Path path = ChosenSha256Path();
+  const bool sha_ni =
+      path == Sha256Path::kShaNi || (path == Sha256Path::kLanes && Sha256ShaNiSupported());
+  return sha_ni ? &Sha256CompressShaNi : &Sha256CompressPortable;
 }
 
 Sha256::Sha256() {
