@@ -103,14 +103,51 @@ void WotsCompress(const Hashes& hs, const Adrs& adrs, const uint8_t* ends, uint8
   hs.T(a, ends, static_cast<size_t>(p.len()) * static_cast<size_t>(p.n), pk);
 }
 
-// Alg. 6 wots_pkGen; adrs: type WOTS_HASH with the key pair address.
-void WotsPkGen(const Hashes& hs, const Adrs& adrs, uint8_t* pk) {
-  uint8_t values[kMaxLen * kMaxN];
-  WotsSecrets(hs, adrs, values);
-  uint32_t start[kMaxLen] = {}, steps[kMaxLen];
-  std::fill(steps, steps + kMaxLen, kW - 1);
-  Chains(hs, adrs, values, start, steps);
-  WotsCompress(hs, adrs, values, pk);
+// Alg. 6 for the key pairs first..first+count-1 of one XMSS tree (base: its layer and tree,
+// type WOTS_HASH), their public keys to out (n bytes each). The chains of kGroup key pairs run
+// side by side, so every batched PRF and F call fills the hash lanes (35 chains of one key pair
+// leave a third of sixteen SHA-256 lanes idle in the last call of each step).
+void WotsPkGenMany(const Hashes& hs, const Adrs& base, uint32_t first, uint32_t count,
+                   uint8_t* out) {
+  const SlhDsaParams& p = hs.params();
+  const size_t n = static_cast<size_t>(p.n);
+  const size_t len = static_cast<size_t>(p.len());
+  constexpr uint32_t kGroup = 8;
+  constexpr size_t kItems = kGroup * kMaxLen;
+  uint8_t values[kItems * kMaxN];
+  Adrs a[kItems];
+  const uint8_t* in[kItems];
+  uint8_t* io[kItems];
+  for (uint32_t g = 0; g < count; g += kGroup) {
+    const uint32_t pairs = std::min(kGroup, count - g);
+    const size_t items = pairs * len;
+    for (uint32_t j = 0; j < pairs; ++j) {
+      for (size_t i = 0; i < len; ++i) {
+        const size_t k = j * len + i;
+        a[k] = base;
+        a[k].SetTypeAndClear(kWotsPrf);
+        a[k].SetKeyPair(first + g + j);
+        a[k].SetChain(static_cast<uint32_t>(i));
+        io[k] = values + k * n;
+        in[k] = io[k];
+      }
+    }
+    hs.Prf(a, io, items);
+    for (size_t k = 0; k < items; ++k) {
+      a[k] = base;
+      a[k].SetKeyPair(first + g + static_cast<uint32_t>(k / len));
+      a[k].SetChain(static_cast<uint32_t>(k % len));
+    }
+    for (uint32_t t = 0; t + 1 < kW; ++t) {
+      for (size_t k = 0; k < items; ++k) a[k].SetHash(t);
+      hs.F(a, in, io, items);
+    }
+    for (uint32_t j = 0; j < pairs; ++j) {
+      Adrs pk = base;
+      pk.SetKeyPair(first + g + j);
+      WotsCompress(hs, pk, values + j * len * n, out + static_cast<size_t>(g + j) * n);
+    }
+  }
   SecureZero(values, sizeof(values));
 }
 
@@ -207,12 +244,9 @@ void XmssTree(const Hashes& hs, uint32_t layer, uint64_t tree, uint32_t idx, uin
   MerkleTree(
       n, p.hp, idx,
       [&](uint32_t first, uint32_t count, uint8_t* out) {
-        for (uint32_t i = 0; i < count; ++i) {
-          Adrs a = base;
-          a.SetTypeAndClear(kWotsHash);
-          a.SetKeyPair(first + i);
-          WotsPkGen(hs, a, out + static_cast<size_t>(i) * n);
-        }
+        Adrs a = base;
+        a.SetTypeAndClear(kWotsHash);
+        WotsPkGenMany(hs, a, first, count, out);
       },
       [&](int z, uint32_t first, uint32_t count, const uint8_t* in, uint8_t* out) {
         Level(hs, node_base, z, first, count, 0, in, out);
