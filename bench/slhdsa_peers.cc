@@ -11,6 +11,7 @@
 // SPHINCS+ 3.1 is not byte-compatible with FIPS 205, so its signatures are only checked against
 // its own verification; it is timed on the same message with its own keys.
 // Run pinned:  build/bench/slhdsa-peers --cpu=1 --rounds=7 [--sets=SLH-DSA-SHA2-128f,...]
+//               [--isa=avx2] (pqcd's backend; the start-up choice by default)
 #include <sched.h>
 #include <x86intrin.h>
 
@@ -235,13 +236,20 @@ int main(int argc, char** argv) {
                                  : v == "shani"  ? s::Sha256Path::kShaNi
                                  : v == "lanes"  ? s::Sha256Path::kLanes
                                                  : s::Sha256Path::kAuto);
+    } else if (a.rfind("--isa=", 0) == 0) {
+      const absl::StatusOr<k::Isa> isa = k::ParseIsa(a.substr(6));
+      if (!isa.ok() || !k::SetActiveIsa(*isa).ok()) {
+        std::fprintf(stderr, "slhdsa-peers: cannot run the %s backend here\n", a.c_str() + 6);
+        return 2;
+      }
     } else if (a.rfind("--sets=", 0) == 0) {
       sets = a.substr(7);
     } else {
-      std::fprintf(stderr,
-                   "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
-                   "                    [--sha256=auto|portable|shani|lanes]\n"
-                   "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n");
+      std::fprintf(
+          stderr,
+          "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
+          "                    [--isa=portable|avx2|avx512] [--sha256=auto|portable|shani|lanes]\n"
+          "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n");
       return a == "--help" ? 0 : 2;
     }
   }
