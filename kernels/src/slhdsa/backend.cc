@@ -11,6 +11,9 @@ namespace pqcd::kernels::slhdsa {
 void portable::Sha256Lanes1(uint32_t* v, const uint8_t* const* blocks) {
   Sha256CompressPortable(v, blocks[0]);
 }
+void portable::Sha512Lanes1(uint64_t* v, const uint8_t* const* blocks) {
+  Sha512Compress(v, blocks[0]);
+}
 
 constinit const Backend kPortable{};
 

@@ -114,6 +114,10 @@ Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_
     sha256_lanes_fn_ = ActiveBackend().sha256_compress_lanes;
     sha256_lanes_ = ActiveBackend().sha256_lanes;
   }
+  if (!p.shake && ChosenSha256Path() != Sha256Path::kPortable && ActiveBackend().sha512_lanes > 1) {
+    sha512_lanes_fn_ = ActiveBackend().sha512_compress_lanes;
+    sha512_lanes_ = ActiveBackend().sha512_lanes;
+  }
   if (p.shake) {
     for (int l = 0; l < p.n / 8; ++l) pk_seed_lanes_[l] = Load64Le(pk_seed + 8 * l);
     return;
@@ -234,6 +238,38 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
   }
   // SHA-512 resumed after PK.seed || 0^(128-n): at most 22 + 64 + 17 bytes.
   uint8_t blk[128];
+  if (sha512_lanes_fn_ != nullptr) {
+    // The backend's lanes (eight), laid out as the SHA-256 lanes above.
+    constexpr size_t kMax = 8;
+    uint8_t blks[kMax][128];
+    const uint8_t* ptrs[kMax];
+    uint64_t v[8 * kMax];
+    const size_t lanes = sha512_lanes_;
+    for (size_t done = 0; done < count; done += lanes) {
+      const size_t live = std::min(lanes, count - done);
+      for (size_t j = 0; j < lanes; ++j) {
+        uint8_t* b = blks[j];
+        std::memset(b, 0, 128);
+        if (j < live) {
+          Compress(adrs[done + j], b);
+          std::memcpy(b + kAdrscBytes, data[done + j], data_len);
+        }
+        b[kAdrscBytes + data_len] = 0x80;
+        StoreBe64(b + 120, (128 + kAdrscBytes + data_len) * 8);
+        ptrs[j] = b;
+        for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha512_chain_[w];
+      }
+      sha512_lanes_fn_(v, ptrs);
+      for (size_t j = 0; j < live; ++j) {
+        uint8_t full[64];
+        for (int w = 0; w < 8; ++w) StoreBe64(full + 8 * w, v[w * lanes + j]);
+        std::memcpy(out[done + j], full, n);
+      }
+    }
+    SecureZero(blks, sizeof(blks));
+    SecureZero(v, sizeof(v));
+    return;
+  }
   for (size_t i = 0; i < count; ++i) {
     std::memset(blk, 0, sizeof(blk));
     Compress(adrs[i], blk);

@@ -104,6 +104,9 @@ class Hashes {
   // The SHA-256 lanes of the backend when the chosen path is kLanes (slhdsa/sha2.h), else null.
   void (*sha256_lanes_fn_)(uint32_t*, const uint8_t* const*) = nullptr;
   size_t sha256_lanes_ = 1;
+  // The backend's SHA-512 lanes where it has more than one (and the path is not portable).
+  void (*sha512_lanes_fn_)(uint64_t*, const uint8_t* const*) = nullptr;
+  size_t sha512_lanes_ = 1;
   size_t group_lanes_;
   uint64_t pk_seed_lanes_[kMaxN / 8] = {};  // SHAKE: PK.seed as Keccak lanes
   uint32_t sha256_chain_[8] = {};
