@@ -101,6 +101,47 @@ void Hmac(const uint8_t* key, size_t key_len, size_t block, size_t digest, Bytes
   SecureZero(full, sizeof(full));
 }
 
+// One-block hashes on a backend's SHA-2 lanes (SHA-256: Word uint32_t, 64-byte blocks; SHA-512:
+// uint64_t, 128): ADRSc || data || padding after the chaining value of PK.seed's block, `lanes`
+// blocks per call with the chaining words interleaved (word w of lane j at v[w * lanes + j]).
+template <class Word, size_t kBlock, size_t kMax>
+void CompressLanes(void (*fn)(Word*, const uint8_t* const*), size_t lanes, const Word* chain,
+                   const Adrs* adrs, const uint8_t* const* data, size_t data_len,
+                   uint8_t* const* out, size_t n, size_t count) {
+  uint8_t blks[kMax][kBlock];
+  const uint8_t* ptrs[kMax];
+  Word v[8 * kMax];
+  for (size_t done = 0; done < count; done += lanes) {
+    const size_t live = std::min(lanes, count - done);
+    for (size_t j = 0; j < lanes; ++j) {
+      uint8_t* b = blks[j];
+      std::memset(b, 0, kBlock);
+      if (j < live) {
+        Compress(adrs[done + j], b);
+        std::memcpy(b + kAdrscBytes, data[done + j], data_len);
+      }
+      b[kAdrscBytes + data_len] = 0x80;
+      StoreBe64(b + kBlock - 8, (kBlock + kAdrscBytes + data_len) * 8);
+      ptrs[j] = b;
+      for (int w = 0; w < 8; ++w) v[w * lanes + j] = chain[w];
+    }
+    fn(v, ptrs);
+    for (size_t j = 0; j < live; ++j) {
+      uint8_t full[8 * sizeof(Word)];
+      for (int w = 0; w < 8; ++w) {
+        if constexpr (sizeof(Word) == 4) {
+          StoreBe32(full + 4 * w, v[w * lanes + j]);
+        } else {
+          StoreBe64(full + 8 * w, v[w * lanes + j]);
+        }
+      }
+      std::memcpy(out[done + j], full, n);
+    }
+  }
+  SecureZero(blks, sizeof(blks));
+  SecureZero(v, sizeof(v));
+}
+
 }  // namespace
 
 Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_seed,
@@ -186,41 +227,12 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
     // SHA-256 resumed after PK.seed || 0^(64-n): ADRSc || data || padding is one block (at most
     // 22 + 32 + 9 bytes).
     uint8_t blk[64];
-    size_t done = 0;
     if (sha256_lanes_fn_ != nullptr) {
-      // Eight (the backend's lane count) blocks per compression call; the chaining words
-      // interleaved, word w of lane j at v[w * lanes + j].
-      constexpr size_t kMax = 16;
-      uint8_t blks[kMax][64];
-      const uint8_t* ptrs[kMax];
-      uint32_t v[8 * kMax];
-      const size_t lanes = sha256_lanes_;
-      for (; done < count; done += lanes) {
-        const size_t live = std::min(lanes, count - done);
-        for (size_t j = 0; j < lanes; ++j) {
-          uint8_t* b = blks[j];
-          std::memset(b, 0, 64);
-          if (j < live) {
-            Compress(adrs[done + j], b);
-            std::memcpy(b + kAdrscBytes, data[done + j], data_len);
-          }
-          b[kAdrscBytes + data_len] = 0x80;
-          StoreBe64(b + 56, (64 + kAdrscBytes + data_len) * 8);
-          ptrs[j] = b;
-          for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha256_chain_[w];
-        }
-        sha256_lanes_fn_(v, ptrs);
-        for (size_t j = 0; j < live; ++j) {
-          uint8_t full[32];
-          for (int w = 0; w < 8; ++w) StoreBe32(full + 4 * w, v[w * lanes + j]);
-          std::memcpy(out[done + j], full, n);
-        }
-      }
-      SecureZero(blks, sizeof(blks));
-      SecureZero(v, sizeof(v));
+      CompressLanes<uint32_t, 64, 16>(sha256_lanes_fn_, sha256_lanes_, sha256_chain_, adrs, data,
+                                      data_len, out, n, count);
       return;
     }
-    for (size_t i = done; i < count; ++i) {
+    for (size_t i = 0; i < count; ++i) {
       std::memset(blk, 0, sizeof(blk));
       Compress(adrs[i], blk);
       std::memcpy(blk + kAdrscBytes, data[i], data_len);
@@ -239,35 +251,8 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
   // SHA-512 resumed after PK.seed || 0^(128-n): at most 22 + 64 + 17 bytes.
   uint8_t blk[128];
   if (sha512_lanes_fn_ != nullptr) {
-    // The backend's lanes (eight), laid out as the SHA-256 lanes above.
-    constexpr size_t kMax = 8;
-    uint8_t blks[kMax][128];
-    const uint8_t* ptrs[kMax];
-    uint64_t v[8 * kMax];
-    const size_t lanes = sha512_lanes_;
-    for (size_t done = 0; done < count; done += lanes) {
-      const size_t live = std::min(lanes, count - done);
-      for (size_t j = 0; j < lanes; ++j) {
-        uint8_t* b = blks[j];
-        std::memset(b, 0, 128);
-        if (j < live) {
-          Compress(adrs[done + j], b);
-          std::memcpy(b + kAdrscBytes, data[done + j], data_len);
-        }
-        b[kAdrscBytes + data_len] = 0x80;
-        StoreBe64(b + 120, (128 + kAdrscBytes + data_len) * 8);
-        ptrs[j] = b;
-        for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha512_chain_[w];
-      }
-      sha512_lanes_fn_(v, ptrs);
-      for (size_t j = 0; j < live; ++j) {
-        uint8_t full[64];
-        for (int w = 0; w < 8; ++w) StoreBe64(full + 8 * w, v[w * lanes + j]);
-        std::memcpy(out[done + j], full, n);
-      }
-    }
-    SecureZero(blks, sizeof(blks));
-    SecureZero(v, sizeof(v));
+    CompressLanes<uint64_t, 128, 8>(sha512_lanes_fn_, sha512_lanes_, sha512_chain_, adrs, data,
+                                    data_len, out, n, count);
     return;
   }
   for (size_t i = 0; i < count; ++i) {
