@@ -136,6 +136,7 @@ void CompressLanes(void (*fn)(Word*, const uint8_t* const*), size_t lanes, const
         }
       }
       std::memcpy(out[done + j], full, n);
+      SecureZero(full, sizeof(full));  // PRF outputs are secret
     }
   }
   SecureZero(blks, sizeof(blks));
@@ -244,6 +245,8 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
       uint8_t full[32];
       for (int w = 0; w < 8; ++w) StoreBe32(full + 4 * w, h[w]);
       std::memcpy(out[i], full, n);
+      SecureZero(full, sizeof(full));  // PRF outputs are secret
+      SecureZero(h, sizeof(h));
     }
     SecureZero(blk, sizeof(blk));
     return;
@@ -267,6 +270,8 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
     uint8_t full[64];
     for (int w = 0; w < 8; ++w) StoreBe64(full + 8 * w, h[w]);
     std::memcpy(out[i], full, n);
+    SecureZero(full, sizeof(full));
+    SecureZero(h, sizeof(h));
   }
   SecureZero(blk, sizeof(blk));
 }
