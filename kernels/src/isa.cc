@@ -136,13 +136,18 @@ std::string_view IsaName(Isa isa) {
   return "unknown";
 }
 
+// Every name IsaName gives (the one list of backends), plus "ref" and "scalar" for portable.
 absl::StatusOr<Isa> ParseIsa(std::string_view name) {
-  if (name == "portable" || name == "ref" || name == "scalar") return Isa::kPortable;
-  if (name == "avx2") return Isa::kAvx2;
-  if (name == "avx512") return Isa::kAvx512;
-  if (name == "neon") return Isa::kNeon;
-  return absl::InvalidArgumentError("unknown ISA '" + std::string(name) +
-                                    "' (expected portable, avx2, avx512 or neon)");
+  if (name == "ref" || name == "scalar") return Isa::kPortable;
+  std::string expected;
+  for (size_t i = 0; i < kIsaCount; ++i) {
+    const Isa isa = static_cast<Isa>(i);
+    if (name == IsaName(isa)) return isa;
+    if (!expected.empty()) expected += i + 1 == kIsaCount ? " or " : ", ";
+    expected += IsaName(isa);
+  }
+  return absl::InvalidArgumentError("unknown ISA '" + std::string(name) + "' (expected " +
+                                    expected + ")");
 }
 
 const CpuFeatures& DetectedCpuFeatures() {

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <string>
 
 namespace pqcd::kernels {
 namespace {
@@ -46,6 +48,16 @@ TEST(Isa, NamesRoundTrip) {
     absl::StatusOr<Isa> back = ParseIsa(IsaName(isa));
     ASSERT_TRUE(back.ok()) << IsaName(isa);
     EXPECT_EQ(*back, isa);
+  }
+  // kIsaCount is the list every consumer walks (pqcd --isa, pqc-bench, ParseIsa): a backend added
+  // to the enum and IsaName but not counted would be refused or skipped everywhere.
+  EXPECT_EQ(std::size(kAllIsas), kIsaCount);
+  EXPECT_EQ(IsaName(static_cast<Isa>(kIsaCount)), "unknown");
+  const std::string unknown(ParseIsa("bogus").status().message());
+  for (size_t i = 0; i < kIsaCount; ++i) {
+    const std::string_view name = IsaName(static_cast<Isa>(i));
+    EXPECT_NE(name, "unknown") << i;
+    EXPECT_NE(unknown.find(name), std::string::npos) << name << " not in: " << unknown;
   }
   EXPECT_EQ(IsaName(Isa::kPortable), "portable");
   EXPECT_EQ(IsaName(Isa::kAvx2), "avx2");
