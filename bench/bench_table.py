@@ -40,17 +40,19 @@ def load(path, stat):
         doc = json.load(f)
     ctx = doc.get("context", {})
     ratio = float(ctx.get("pqcd_core_cycles_per_tsc", "nan"))
+    # The backends pqc-bench ran, in the kernels' order (kernels::Isa), e.g. "portable,avx2,avx512".
+    order = [b for b in ctx.get("pqcd_backends", "").split(",") if b]
     mhz = float(ctx.get("mhz_per_cpu", 0))
     rows = {}
     for b in doc["benchmarks"]:
         if b.get("aggregate_name") != stat:
             continue
         name = b["run_name"]
-        m = re.match(r"(.*)/([a-z0-9]+)$", name)
+        m = re.match(r"(.*)/([^/:]+)$", name)  # the last part names the backend, whatever it is
         if not m:
             continue
         rows[(m.group(1), m.group(2))] = b
-    return rows, ratio, mhz
+    return rows, ratio, mhz, order
 
 
 def fmt(x, digits=0):
@@ -64,13 +66,14 @@ def main():
     ap.add_argument("json")
     ap.add_argument("--stat", default="median", choices=["median", "min", "mean"])
     args = ap.parse_args()
-    rows, ratio, mhz = load(args.json, args.stat)
+    rows, ratio, mhz, order = load(args.json, args.stat)
     if not rows:
         sys.exit(f"{args.json}: no '{args.stat}' aggregates (run pqc-bench with repetitions >= 2)")
-    # Known backends in this order; any other name (a backend added later) after them, by name.
-    order = ["portable", "avx2", "avx512", "neon", "openssl"]
+    # Backends in the order the run's context gives (any name: the list is the kernels'), then any
+    # other by name (portable first when the context has no list), "openssl" last.
     backends = sorted({be for (_, be) in rows},
-                      key=lambda b: (order.index(b) if b in order else len(order), b))
+                      key=lambda b: (b == "openssl", order.index(b) if b in order else len(order),
+                                     b != "portable", b))
     simd = [b for b in backends if b not in ("portable", "openssl")]
     tsc_hz = mhz * 1e6 if mhz else None
 

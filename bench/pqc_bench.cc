@@ -21,7 +21,7 @@
 //   pqc-bench --cpu=3 --benchmark_filter='Sha3_256|Shake128' --benchmark_min_time=0.2
 //
 // Names: BM_<Operation>/<parameter set or size>[/batch:N]/<backend>, where <backend> is the
-// kernels' active ISA while the benchmark runs (portable, avx2, avx512); SHA-256 runs in OpenSSL
+// kernels' active ISA while the benchmark runs (kernels::IsaName); SHA-256 runs in OpenSSL
 // and is tagged "openssl", and so do the OpenSSL references for SHA3-256 and SHAKE128 on 64 KiB.
 // On AVX-512 CPUs the *Kernel rows call single-state permutations directly (tag bmi: the scalar
 // BMI code; zmm: the AVX-512 one), whatever the Keccak table holds, so they can be compared.
@@ -890,10 +890,11 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&new_argc, args.data());
   if (benchmark::ReportUnrecognizedArguments(new_argc, args.data())) return 2;
 
+  // Every backend the kernels know (kernels::Isa) that this CPU supports: neon on aarch64.
   std::vector<pqcd::kernels::Isa> backends;
   std::string names;
-  for (pqcd::kernels::Isa isa :
-       {pqcd::kernels::Isa::kPortable, pqcd::kernels::Isa::kAvx2, pqcd::kernels::Isa::kAvx512}) {
+  for (size_t i = 0; i < pqcd::kernels::kIsaCount; ++i) {
+    const auto isa = static_cast<pqcd::kernels::Isa>(i);
     if (!pqcd::kernels::IsaSupported(isa)) continue;
     backends.push_back(isa);
     if (!names.empty()) names += ',';
