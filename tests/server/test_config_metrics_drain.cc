@@ -68,6 +68,9 @@ TEST(OpsTest, HelpAndVersion) {
     Daemon lacking;
     EXPECT_EQ(lacking.RunToExit({"--isa", name}), 1) << name << "\n" << lacking.log();
     EXPECT_NE(lacking.log().find("not supported by this CPU"), std::string::npos) << lacking.log();
+    // The refusal names a backend this CPU has, the one "auto" would pick.
+    EXPECT_NE(lacking.log().find(kernels::IsaName(kernels::BestSupportedIsa())), std::string::npos)
+        << lacking.log();
   }
   // The best backend, named explicitly (neon under qemu on aarch64), starts and serves.
   Daemon best;
