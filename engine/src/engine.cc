@@ -128,6 +128,7 @@ absl::Status Engine::Start() {
                                                  bind_mem ? n.os_index : -1));
   }
   for (const Slot& s : plan) ++nodes_[static_cast<size_t>(s.node)]->workers;
+  for (auto& n : nodes_) n->engine = this;
   std::vector<int> node_to_active(static_cast<size_t>(nnodes), -1);
   for (int n = 0; n < nnodes; ++n) {
     if (nodes_[static_cast<size_t>(n)]->workers > 0) active_nodes_.push_back(n);
@@ -149,6 +150,7 @@ absl::Status Engine::Start() {
     const int node = plan[i].node;
     workers_.push_back(std::make_unique<Worker>(*this, static_cast<int>(i), node, plan[i].cpu,
                                                 bind_mem ? topology_.nodes()[node].os_index : -1));
+    nodes_[static_cast<size_t>(node)]->members.push_back(workers_.back().get());
   }
   if (options_.run_inline_when_idle) {
     inline_busy_ = std::make_unique<std::atomic<bool>[]>(nodes_.size());
@@ -252,8 +254,36 @@ void Engine::Submit(Job* job) {
   }
 }
 
+void Engine::AttachIo(WorkerIo* io) {
+  for (auto& n : nodes_) n->queue.SetIoWaker(&Engine::WakeIoWorkers, n.get());
+  io_.store(io, std::memory_order_seq_cst);
+  // Workers parked on the futex look again and start polling.
+  for (auto& n : nodes_) n->queue.WakeAll();
+}
+
+void Engine::WakeIoWorkers(void* node_state, bool all) {
+  NodeState& ns = *static_cast<NodeState*>(node_state);
+  WorkerIo* io = ns.engine->io_.load(std::memory_order_acquire);
+  if (io == nullptr) return;
+  for (Worker* w : ns.members) {
+    // Whoever clears the flag wakes the worker: one wake-up per park.
+    if (w->io_parked.load(std::memory_order_relaxed) &&
+        w->io_parked.exchange(false, std::memory_order_acq_rel)) {
+      io->Wake(w->info.id);
+      if (!all) return;
+    }
+  }
+}
+
 void Engine::SubmitBurst(std::span<Job* const> jobs) {
   if (jobs.empty()) return;
+  // On a worker serving I/O: its own queue, run in its next burst with whatever else arrived.
+  // A burst larger than that queue, on a worker with nothing queued, runs at once when inline
+  // runs are allowed (as a burst on an idle core's submitting thread would below).
+  if (Worker* self = Worker::Current(); self != nullptr && &self->engine() == this) {
+    if (self->TryQueueLocal(jobs)) return;
+    if (options_.run_inline_when_idle && self->TryRunNow(jobs)) return;
+  }
   const int node = PickNode(*jobs[0]);
   NodeState& ns = *nodes_[static_cast<size_t>(node)];
   if (options_.run_inline_when_idle && jobs.size() >= options_.inline_min_burst &&

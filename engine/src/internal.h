@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <latch>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "pqcd/engine/engine.h"
@@ -19,6 +20,8 @@ struct NodeState {
   int index;
   int os_index;
   int workers = 0;
+  Engine* engine = nullptr;
+  std::vector<Worker*> members;  // the node's workers (the I/O waker looks for a parked one)
   // Written by producers on the rejection path only.
   alignas(kCacheLine) std::atomic<uint64_t> rejected_full{0};
   std::atomic<uint64_t> rejected_unavailable{0};
@@ -90,11 +93,33 @@ class Worker {
   WorkerCounters& counters() { return *counters_; }
   const WorkerCounters& counters() const { return *counters_; }
 
+  // The worker whose thread this is (null elsewhere, and on SubmitBurst's inline runners).
+  static Worker* Current();
+  Engine& engine() { return engine_; }
+  // Thread-per-core: queues the jobs on this worker's own queue (its thread only). False when
+  // the worker serves no I/O or its queue has no room for all of them (then the caller queues
+  // them on the node's ring).
+  bool TryQueueLocal(std::span<Job* const> jobs);
+  // Thread-per-core with run_inline_when_idle: runs the jobs at once, on this thread, when its own
+  // queue is empty and it is not inside a burst (a burst larger than the queue, on an idle core).
+  bool TryRunNow(std::span<Job* const> jobs);
+  // Set (by the worker) while it waits in its I/O; whoever clears it wakes it (WorkerIo::Wake).
+  std::atomic<bool> io_parked{false};
+
  private:
   size_t Steal();
   size_t TopUp(NodeState& home, size_t n);
   void Idle(NodeState& home);
   bool StealableWork() const;
+  // Moves up to max jobs from the own queue into burst_ + at, oldest first.
+  size_t TakeLocal(size_t at, size_t max);
+  // Hands what exceeds one burst to the node's ring while a sibling is parked.
+  void ShareBacklog(NodeState& home);
+  void EndIo();
+  // Engine::AttachIo was called and this worker has not started polling yet.
+  bool IoToStart() const {
+    return io_ == nullptr && !io_ended_ && engine_.io_.load(std::memory_order_seq_cst) != nullptr;
+  }
 
   Engine& engine_;
   NodeBuffer mem_;  // counters, burst array and statuses, on the worker's node
@@ -104,6 +129,14 @@ class Worker {
   ScratchArena arena_;
   Batcher batcher_;
   size_t steal_cursor_ = 0;
+  // Thread-per-core I/O (Engine::AttachIo): polled between bursts until its Poll returns false.
+  WorkerIo* io_ = nullptr;
+  bool io_ended_ = false;
+  bool in_burst_ = false;  // inside batcher_.Process (burst_ is in use)
+  // The own queue: a ring of jobs its I/O submitted (this thread only).
+  std::vector<Job*> local_;
+  size_t local_head_ = 0;
+  size_t local_count_ = 0;
 };
 
 }  // namespace pqcd::engine

@@ -13,6 +13,11 @@ namespace {
 using Clock = Job::Clock;
 
 thread_local const WorkerInfo* tls_worker = nullptr;
+thread_local Worker* tls_self = nullptr;
+
+// How long a worker serving I/O waits in its Poll before it looks around again (producers wake
+// it sooner; this only bounds a lost wake-up's cost).
+constexpr auto kIoWait = std::chrono::seconds(1);
 
 const absl::Status& ExpiredStatus() {
   static const absl::Status s = absl::DeadlineExceededError("deadline exceeded while queued");
@@ -54,6 +59,10 @@ const WorkerInfo* CurrentWorker() {
   return tls_worker;
 }
 
+Worker* Worker::Current() {
+  return tls_self;
+}
+
 static Job** BurstPtr(void* mem) {
   return reinterpret_cast<Job**>(static_cast<uint8_t*>(mem) +
                                  ((sizeof(WorkerCounters) + kCacheLine - 1) & ~(kCacheLine - 1)));
@@ -71,6 +80,8 @@ Worker::Worker(Engine& engine, int id, int node, int cpu, int mem_node)
       statuses_(StatusesPtr(burst_)),
       arena_(kArenaBytes, mem_node),
       batcher_(engine, *counters_, statuses_, arena_) {
+  // Room for a full node queue: a Batch of any admitted size fits the own queue.
+  local_.resize(engine.options_.queue_capacity);
   info.id = id;
   info.node = node;
   info.cpu = cpu;
@@ -121,10 +132,71 @@ size_t Worker::TopUp(NodeState& home, size_t n) {
   return n;
 }
 
+bool Worker::TryQueueLocal(std::span<Job* const> jobs) {
+  if (io_ == nullptr || engine_.stopping_.load(std::memory_order_relaxed) ||
+      local_count_ + jobs.size() > local_.size()) {
+    return false;
+  }
+  const Clock::time_point now = Clock::now();
+  for (Job* job : jobs) {
+    job->enqueue_time_ = now;
+    local_[(local_head_ + local_count_) % local_.size()] = job;
+    ++local_count_;
+  }
+  return true;
+}
+
+bool Worker::TryRunNow(std::span<Job* const> jobs) {
+  if (io_ == nullptr || in_burst_ || local_count_ > 0 ||
+      engine_.stopping_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  RunHere(jobs);
+  return true;
+}
+
+size_t Worker::TakeLocal(size_t at, size_t max) {
+  size_t n = 0;
+  while (n + at < max && local_count_ > 0) {
+    burst_[at + n++] = local_[local_head_];
+    local_head_ = (local_head_ + 1) % local_.size();
+    --local_count_;
+  }
+  return n;
+}
+
+void Worker::ShareBacklog(NodeState& home) {
+  const size_t max = static_cast<size_t>(engine_.options_.max_batch);
+  if (local_count_ <= max || home.queue.sleepers() == 0) return;
+  // The newest jobs go: the oldest run here next. A push wakes a parked sibling; once pushed, a
+  // job may run (and be gone) at once.
+  while (local_count_ > max) {
+    Job* job = local_[(local_head_ + local_count_ - 1) % local_.size()];
+    if (home.queue.TryPush(job) != PushResult::kOk) break;
+    --local_count_;
+  }
+}
+
+void Worker::EndIo() {
+  io_ = nullptr;
+  io_ended_ = true;
+}
+
 void Worker::Idle(NodeState& home) {
+  if (io_ != nullptr) {
+    // Thread-per-core: wait in the I/O, where both requests and a producer's wake-up arrive.
+    Bump(counters_->parks);
+    io_parked.store(true, std::memory_order_seq_cst);
+    home.queue.ParkInIo([this] { return StealableWork(); },
+                        [this] {
+                          if (!io_->Poll(info.id, Clock::now() + kIoWait)) EndIo();
+                        });
+    io_parked.store(false, std::memory_order_relaxed);
+    return;
+  }
   const auto until = Clock::now() + engine_.options_.spin_before_park;
   for (unsigned i = 0;; ++i) {
-    if (home.queue.SizeApprox() > 0 || StealableWork() ||
+    if (home.queue.SizeApprox() > 0 || StealableWork() || IoToStart() ||
         engine_.stopping_.load(std::memory_order_acquire)) {
       return;
     }
@@ -132,17 +204,31 @@ void Worker::Idle(NodeState& home) {
     if ((i & 63) == 63 && Clock::now() >= until) break;
   }
   Bump(counters_->parks);
-  home.queue.Park(engine_.stopping_, [this] { return StealableWork(); });
+  // AttachIo stores the I/O and then wakes every parked worker: checked after registering as a
+  // sleeper, so that the wake-up is not lost.
+  home.queue.Park(engine_.stopping_, [this] { return StealableWork() || IoToStart(); });
 }
 
 void Worker::Run(std::latch& start) {
   start.wait();  // the engine has pinned this thread and filled `info`
   tls_worker = &info;
+  tls_self = this;
   NodeState& home = *engine_.nodes_[info.node];
   const size_t max = static_cast<size_t>(engine_.options_.max_batch);
   const bool delay = engine_.options_.max_delay.count() > 0;
   for (;;) {
-    size_t n = home.queue.TryPopBurst(burst_, max);
+    if (io_ == nullptr && !io_ended_) io_ = engine_.io_.load(std::memory_order_acquire);
+    if (io_ != nullptr) {
+      // What arrived since the last burst: its handlers queue jobs on this worker (TryQueueLocal),
+      // so that calls that arrived together run as one burst.
+      if (!io_->Poll(info.id, Clock::time_point::min())) {
+        EndIo();
+      } else {
+        ShareBacklog(home);
+      }
+    }
+    size_t n = TakeLocal(0, max);
+    if (n < max) n += home.queue.TryPopBurst(burst_ + n, max - n);
     bool stolen = false;
     if (n == 0 && engine_.options_.work_stealing && engine_.active_nodes_.size() > 1) {
       n = Steal();
@@ -150,17 +236,21 @@ void Worker::Run(std::latch& start) {
     }
     if (n > 0) {
       if (delay && !stolen && n < max) n = TopUp(home, n);
+      in_burst_ = true;
       batcher_.Process(burst_, n, stolen);
+      in_burst_ = false;
       continue;
     }
     // Shutdown closes every queue before setting stopping_, so an empty closed queue stays empty.
-    if (engine_.stopping_.load(std::memory_order_acquire) && home.queue.closed() &&
-        home.queue.SizeApprox() == 0) {
+    // A worker serving I/O goes on until its I/O has ended (its own queue is empty here).
+    if (io_ == nullptr && engine_.stopping_.load(std::memory_order_acquire) &&
+        home.queue.closed() && home.queue.SizeApprox() == 0) {
       break;
     }
     Idle(home);
   }
   tls_worker = nullptr;
+  tls_self = nullptr;
 }
 
 void Worker::RunHere(std::span<Job* const> jobs) {
@@ -173,7 +263,9 @@ void Worker::RunHere(std::span<Job* const> jobs) {
       burst_[k]->enqueue_time_ = now;
     }
     i += n;  // the jobs may be gone once processed
+    in_burst_ = true;
     batcher_.Process(burst_, n, false);
+    in_burst_ = false;
   }
 }
 

@@ -5,9 +5,11 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -315,6 +317,222 @@ TEST(Engine, SubmitBurstRunsInlineOnlyWhileTheWorkerIsParked) {
     EXPECT_EQ(st.jobs_done, 40u);
     EXPECT_EQ(st.jobs_cancelled, 1u);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread-per-core: workers that poll an I/O source of their own (Engine::AttachIo).
+
+// A stand-in for the server's core queues: per worker, bursts of jobs "received" by the test;
+// Poll submits each one (on the worker's thread, as a request handler would) and waits on a
+// condition variable while it has none.
+class FakeIo final : public WorkerIo {
+ public:
+  explicit FakeIo(int workers) : w_(static_cast<size_t>(workers)) {}
+  // Declared before the engine (it must outlive the engine's workers), attached after it.
+  void Attach(Engine* engine) {
+    engine_ = engine;
+    engine->AttachIo(this);
+  }
+
+  // Jobs that arrive on `worker` together: each vector is one handler's SubmitBurst.
+  void Deliver(int worker, std::vector<std::vector<Job*>> calls) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& c : calls) w_[static_cast<size_t>(worker)].inbox.push_back(std::move(c));
+    cv_.notify_all();
+  }
+  void End() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    cv_.notify_all();
+  }
+  bool Waiting(int worker) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return w_[static_cast<size_t>(worker)].waiting;
+  }
+  int wakes() const { return wakes_.load(); }
+  int polls_after(int worker) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return w_[static_cast<size_t>(worker)].polls;
+  }
+
+  bool Poll(int worker, Job::Clock::time_point until) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    PerWorker& me = w_[static_cast<size_t>(worker)];
+    ++me.polls;
+    if (me.inbox.empty() && !ended_ && !me.woken && until > Job::Clock::now()) {
+      me.waiting = true;
+      cv_.wait_until(lock, until, [&] { return !me.inbox.empty() || ended_ || me.woken; });
+      me.waiting = false;
+    }
+    me.woken = false;
+    std::vector<std::vector<Job*>> calls;
+    calls.swap(me.inbox);
+    const bool ended = ended_;
+    lock.unlock();
+    for (auto& c : calls) engine_->SubmitBurst(c);
+    return !ended || !calls.empty();
+  }
+  void Wake(int worker) override {
+    wakes_.fetch_add(1);
+    std::lock_guard<std::mutex> lock(mu_);
+    w_[static_cast<size_t>(worker)].woken = true;
+    cv_.notify_all();
+  }
+
+ private:
+  struct PerWorker {
+    std::vector<std::vector<Job*>> inbox;
+    bool waiting = false;
+    bool woken = false;
+    int polls = 0;
+  };
+  Engine* engine_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<PerWorker> w_;
+  bool ended_ = false;
+  std::atomic<int> wakes_{0};
+};
+
+template <class Cond>
+bool Eventually(Cond cond) {
+  for (int i = 0; i < 20000; ++i) {  // up to ~20 s
+    if (cond()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return cond();
+}
+
+// Calls that arrive together on a worker run there, as one burst (the SIMD lanes are shared
+// across callers), and their results are right.
+TEST(EngineIo, CallsThatArriveTogetherRunAsOneBurstOnTheirWorker) {
+  EngineOptions o;
+  o.workers = 1;
+  o.max_batch = 32;
+  FakeIo io(1);
+  auto engine = MakeEngine(o);
+  ASSERT_NE(engine, nullptr);
+  io.Attach(engine.get());
+  ASSERT_TRUE(Eventually([&] { return io.Waiting(0); }));
+
+  std::vector<std::unique_ptr<SimpleJob>> jobs;
+  std::vector<std::vector<Job*>> calls;
+  for (int i = 0; i < 10; ++i) {  // ten one-job calls
+    auto sj = std::make_unique<SimpleJob>();
+    Arm(*sj, HashAlgorithm::kSha3_256);
+    sj->in[0] = static_cast<uint8_t>(i);
+    calls.push_back({&sj->job});
+    jobs.push_back(std::move(sj));
+  }
+  io.Deliver(0, std::move(calls));
+  for (auto& sj : jobs) WaitDone(*sj);
+  uint8_t want[32];
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(jobs[i]->status.ok()) << jobs[i]->status;
+    EXPECT_TRUE(jobs[i]->on_worker.load());
+    ASSERT_TRUE(kernels::Hash(HashAlgorithm::kSha3_256, jobs[i]->in, want).ok());
+    EXPECT_EQ(std::memcmp(want, jobs[i]->out.data(), 32), 0) << i;
+  }
+  const EngineStats st = engine->GetStats();
+  EXPECT_EQ(st.workers[0].jobs, 10u);
+  EXPECT_EQ(st.workers[0].batches, 1u) << "the ten calls were not one burst";
+  io.End();
+  engine->Shutdown();
+}
+
+// A job queued by a thread that is not a worker (a callback-API handler) wakes the worker that
+// waits in its I/O.
+TEST(EngineIo, AProducerWakesTheWorkerWaitingInItsIo) {
+  EngineOptions o;
+  o.workers = 1;
+  FakeIo io(1);
+  auto engine = MakeEngine(o);
+  ASSERT_NE(engine, nullptr);
+  io.Attach(engine.get());
+  ASSERT_TRUE(Eventually([&] { return io.Waiting(0); }));
+  SimpleJob sj;
+  Arm(sj, HashAlgorithm::kSha3_256);
+  engine->Submit(&sj.job);
+  WaitDone(sj);
+  EXPECT_TRUE(sj.status.ok()) << sj.status;
+  EXPECT_GE(io.wakes(), 1);
+  io.End();
+  engine->Shutdown();
+}
+
+// A backlog beyond one burst is handed to a sibling that is idle (one hand-off per job), and
+// every job still completes exactly once.
+TEST(EngineIo, ABacklogGoesToAnIdleSibling) {
+  EngineOptions o;
+  o.workers = 2;
+  o.max_batch = 8;
+  o.pin_workers = false;
+  FakeIo io(2);
+  auto engine = MakeEngine(o);
+  ASSERT_NE(engine, nullptr);
+  io.Attach(engine.get());
+  ASSERT_TRUE(Eventually([&] { return io.Waiting(0) && io.Waiting(1); }));
+  std::vector<std::unique_ptr<SimpleJob>> jobs;
+  std::vector<Job*> burst;
+  // Worker 0 holds in its first completion until worker 1 has run a job: the backlog was handed
+  // over before worker 0 ran anything, so only a lost hand-off could keep worker 1 idle.
+  std::atomic<int> on_sibling{0};
+  for (int i = 0; i < 200; ++i) {
+    auto sj = std::make_unique<SimpleJob>();
+    Arm(*sj, HashAlgorithm::kShake256, 64);
+    sj->in[1] = static_cast<uint8_t>(i);
+    sj->job.on_complete = [s = sj.get(), &on_sibling](Job&, absl::Status st) {
+      if (CurrentWorker()->id == 1) {
+        on_sibling.fetch_add(1);
+      } else {
+        for (int k = 0; k < 20000 && on_sibling.load() == 0; ++k) std::this_thread::sleep_for(1ms);
+      }
+      s->status = std::move(st);
+      s->completions.fetch_add(1, std::memory_order_release);
+    };
+    burst.push_back(&sj->job);
+    jobs.push_back(std::move(sj));
+  }
+  io.Deliver(0, {burst});
+  for (auto& sj : jobs) WaitDone(*sj);
+  for (auto& sj : jobs) {
+    EXPECT_EQ(sj->completions.load(), 1);
+    EXPECT_TRUE(sj->status.ok()) << sj->status;
+  }
+  const EngineStats st = engine->GetStats();
+  EXPECT_EQ(st.workers[0].jobs + st.workers[1].jobs, 200u);
+  EXPECT_GT(st.workers[1].jobs, 0u) << "the idle sibling took nothing";
+  io.End();
+  engine->Shutdown();
+}
+
+// Shutdown does not end the I/O: the workers keep polling (and answer what arrives with
+// UNAVAILABLE, the queues being closed) until their Poll returns false.
+TEST(EngineIo, ShutdownLastsUntilTheIoEnds) {
+  EngineOptions o;
+  o.workers = 1;
+  FakeIo io(1);
+  auto engine = MakeEngine(o);
+  ASSERT_NE(engine, nullptr);
+  io.Attach(engine.get());
+  ASSERT_TRUE(Eventually([&] { return io.Waiting(0); }));
+  std::atomic<bool> returned{false};
+  std::thread stopper([&] {
+    engine->Shutdown();
+    returned.store(true);
+  });
+  // The worker was woken by Shutdown and polls again.
+  const int before = io.polls_after(0);
+  ASSERT_TRUE(Eventually([&] { return io.polls_after(0) > before && io.Waiting(0); }));
+  SimpleJob late;
+  Arm(late, HashAlgorithm::kSha3_256);
+  io.Deliver(0, {{&late.job}});
+  WaitDone(late);
+  EXPECT_TRUE(absl::IsUnavailable(late.status)) << late.status;
+  EXPECT_FALSE(returned.load());
+  io.End();
+  stopper.join();
+  EXPECT_TRUE(returned.load());
 }
 
 TEST(Engine, HashResultsAndKernelErrors) {

@@ -112,6 +112,21 @@ enum class ShutdownMode {
   kAbort,  // complete every queued job with UNAVAILABLE without running it
 };
 
+// I/O that the workers serve themselves (thread-per-core serving): each worker polls its own
+// source of requests (the server's gRPC completion queue of that worker) between bursts, and the
+// jobs its handlers submit from there stay on that worker (see Engine::SubmitBurst). The engine
+// knows nothing of gRPC: it calls these two from its workers and producers.
+class WorkerIo {
+ public:
+  virtual ~WorkerIo() = default;
+  // On worker `worker`'s thread: handles the events that are ready; when none is, waits until
+  // `until` for the first one (a time already past: no waiting). Returns false once this worker's
+  // I/O has ended for good (the engine then never calls it again for this worker).
+  virtual bool Poll(int worker, std::chrono::steady_clock::time_point until) = 0;
+  // Any thread: makes the worker's Poll return soon if it is waiting (work was queued for it).
+  virtual void Wake(int worker) = 0;
+};
+
 class Worker;
 class Batcher;
 struct NodeState;
@@ -132,7 +147,16 @@ class Engine {
   // the calling thread before returning (EngineOptions::run_inline_when_idle), or queues them
   // all, or, when the node's queue has no room for all of them, completes them all at once with
   // RESOURCE_EXHAUSTED. Thread-safe; may be called from a completion (it then queues).
+  // On a worker serving I/O (AttachIo), the jobs go to that worker's own queue: it runs them in
+  // its next burst, together with whatever else its Poll received, and hands a backlog to the
+  // node's ring only while a sibling is idle (at most one hand-off per job).
   void SubmitBurst(std::span<Job* const> jobs);
+  // Thread-per-core serving: from now on every worker polls `io` between bursts, and blocks in
+  // io->Poll instead of parking while it has nothing to do; producers wake it with io->Wake.
+  // Called once, after Create; `io` must stay valid until every worker's Poll returned false and
+  // the engine is shut down. Shutdown does not end the I/O: the workers keep running (and keep
+  // computing what the I/O submits) until each one's Poll returned false.
+  void AttachIo(WorkerIo* io);
   // Stops accepting (later Submits complete as UNAVAILABLE), finishes what is queued per `mode`,
   // joins the workers. Idempotent; must not be called from a completion.
   void Shutdown(ShutdownMode mode = ShutdownMode::kDrain);
@@ -154,6 +178,8 @@ class Engine {
   absl::Status Start();
   int PickNode(const Job& job) const;
   void Complete(Job* job, absl::Status status);
+  // NodeQueue's I/O waker: wakes one (or every) worker of the node that waits in its Poll.
+  static void WakeIoWorkers(void* node_state, bool all);
 
   EngineOptions options_;
   Topology topology_;
@@ -172,6 +198,7 @@ class Engine {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abort_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<WorkerIo*> io_{nullptr};
   std::mutex shutdown_mu_;
   std::latch start_{1};
 };

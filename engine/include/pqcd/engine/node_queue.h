@@ -178,13 +178,32 @@ class NodeQueue {
   void Park(const std::atomic<bool>& stop) {
     Park(stop, [] { return false; });
   }
+  // Park for a worker that waits in its own I/O (Engine::AttachIo) rather than on the futex:
+  // `wait()` blocks until the I/O has events or the I/O waker (SetIoWaker) wakes it. The worker
+  // must have made itself findable by the waker before calling this. No `stop` check: a worker
+  // serving I/O runs until its I/O ends, not when the engine stops.
+  template <class OtherWork, class Wait>
+  void ParkInIo(OtherWork&& other_work, Wait&& wait) {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ring_.EmptyApprox() && !other_work()) wait();
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
   void WakeOne() {
     wake_seq_.fetch_add(1, std::memory_order_release);
     wake_seq_.notify_one();
+    if (IoWaker fn = io_waker_.load(std::memory_order_acquire)) fn(io_waker_arg_, false);
   }
   void WakeAll() {
     wake_seq_.fetch_add(1, std::memory_order_release);
     wake_seq_.notify_all();
+    if (IoWaker fn = io_waker_.load(std::memory_order_acquire)) fn(io_waker_arg_, true);
+  }
+  // Called by WakeOne (all = false) and WakeAll (true) to wake workers parked in ParkInIo.
+  using IoWaker = void (*)(void* arg, bool all);
+  void SetIoWaker(IoWaker fn, void* arg) {
+    io_waker_arg_ = arg;
+    io_waker_.store(fn, std::memory_order_release);
   }
   int sleepers() const { return sleepers_.load(std::memory_order_relaxed); }
 
@@ -197,6 +216,8 @@ class NodeQueue {
   MpmcRing<Job*> ring_;
   alignas(kCacheLine) std::atomic<uint32_t> wake_seq_{0};
   std::atomic<int> sleepers_{0};
+  std::atomic<IoWaker> io_waker_{nullptr};
+  void* io_waker_arg_ = nullptr;
 };
 
 }  // namespace pqcd::engine
