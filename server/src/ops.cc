@@ -150,6 +150,17 @@ void OpState::Submit(std::chrono::system_clock::time_point deadline) {
   ctx->engine->Submit(&job);
 }
 
+const grpc::Status& DrainingStatus() {
+  static const grpc::Status s(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
+  return s;
+}
+
+grpc::StatusCode CancelCode(const grpc::ServerContextBase& context) {
+  return context.deadline() <= std::chrono::system_clock::now() + std::chrono::milliseconds(100)
+             ? grpc::StatusCode::DEADLINE_EXCEEDED
+             : grpc::StatusCode::CANCELLED;
+}
+
 absl::Status ValidateKeyId(const std::string& key_id, const char* field) {
   // The store's own rule (internal::IsValidKeyId), checked here before any work (key generation
   // included) so that the store never refuses an id after it; the message names the field.

@@ -8,6 +8,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "keystore/key_store.h"
 #include "keystore/secret_bytes.h"
 #include "pqc/v1/crypto.pb.h"
@@ -117,6 +118,13 @@ size_t AnswerBytesBound(const pqc::v1::VerifyRequest& r);
 size_t AnswerBytesBound(const pqc::v1::HashRequest& r);
 // Writes a non-OK status into an OperationResult (clearing any partial result).
 void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status);
+
+// The answer to every call that arrives while the daemon drains.
+const grpc::Status& DrainingStatus();
+// What a client whose call was cancelled saw. The client's deadline fires before the daemon's
+// (the daemon counts the timeout from when the call arrived), and its cancellation can arrive
+// first: a cancellation within 100 ms of the deadline is taken as the deadline.
+grpc::StatusCode CancelCode(const grpc::ServerContextBase& context);
 
 // Key ids: letters, digits, '-', '_', '.', 1..128 characters.
 absl::Status ValidateKeyId(const std::string& key_id, const char* field);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "audit.h"
 #include "bounds.h"
+#include "core_queues.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -471,6 +472,8 @@ int DaemonMain(int argc, char** argv) {
                              static_cast<int>(config.handshake_timeout_s * 1000));
   builder.RegisterService(&crypto);
   builder.RegisterService(&keys);
+  // Thread-per-core: one completion queue per engine worker, polled by that worker.
+  CoreQueues core_queues(builder, static_cast<int>((*engine)->workers().size()));
 
   int tcp_port = 0;
   std::unique_ptr<TlsFiles> tls_files;
@@ -502,6 +505,17 @@ int DaemonMain(int argc, char** argv) {
     log->critical("cannot listen on {}", config.listen);
     return 1;
   }
+  crypto.StartCoreServing(&core_queues);
+  (*engine)->AttachIo(&core_queues);
+  // The order every stop keeps: no new calls (the server shuts down once the calls in progress
+  // are answered or cancelled, which the workers still serve), then the core queues end, then
+  // the engine.
+  const auto stop_serving = [&](engine::ShutdownMode mode,
+                                std::chrono::system_clock::time_point deadline) {
+    server->Shutdown(deadline);
+    core_queues.Stop();
+    (*engine)->Shutdown(mode);
+  };
   if (unix_listener) {
     unix_listener->Start(server.get());
     metrics.SetUnixConnectionsSource([l = unix_listener.get()] {
@@ -518,6 +532,8 @@ int DaemonMain(int argc, char** argv) {
       metrics_port = metrics.Serve(config.metrics_listen);
     } catch (const std::exception& e) {
       log->critical("cannot serve metrics on {}: {}", config.metrics_listen, e.what());
+      if (unix_listener) unix_listener->Stop();
+      stop_serving(engine::ShutdownMode::kAbort, std::chrono::system_clock::now());
       return 1;
     }
   }
@@ -531,6 +547,8 @@ int DaemonMain(int argc, char** argv) {
             WriteFileAtomically(config.port_file, absl::StrCat(tcp_port, "\n", metrics_port, "\n"));
         !s.ok()) {
       log->critical("--port-file: {}", std::string(s.message()));
+      if (unix_listener) unix_listener->Stop();
+      stop_serving(engine::ShutdownMode::kAbort, std::chrono::system_clock::now());
       return 1;
     }
   }
@@ -584,9 +602,9 @@ int DaemonMain(int argc, char** argv) {
   if (left > 0 && !forced) log->warn("grace period over: cancelling {} request(s)", left);
   metrics.SetUnixConnectionsSource(nullptr);
   if (unix_listener) unix_listener->Stop();  // no connections are handed over from here on
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  log->debug("gRPC server shut down");
-  (*engine)->Shutdown(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain);
+  stop_serving(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain,
+               std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  log->debug("gRPC server, core queues and engine shut down");
   server->Wait();
   key_tasks.Stop();
   aux.Stop();

@@ -1,6 +1,9 @@
-// pqc.v1.Crypto on the gRPC callback API. Handlers validate, resolve held keys and submit jobs to
-// the engine; the engine's completion finishes the call. No crypto runs on a gRPC thread
-// (HashStream's incremental updates run on the auxiliary task runner).
+// pqc.v1.Crypto. The unary methods and Batch are served thread-per-core on the async API: every
+// engine worker polls a completion queue of its own (core_queues.h), so a call is read,
+// validated, computed and finished on the worker that received it (crypto_async.cc). Stream and
+// HashStream are still on the callback API: their handlers validate, resolve held keys and submit
+// jobs to the engine, whose completion answers (HashStream's incremental updates run on the
+// auxiliary task runner).
 #pragma once
 
 #include <memory>
@@ -11,43 +14,31 @@
 namespace pqcd::server {
 
 class HashStreamWatch;
+class CoreQueues;
 
-class CryptoService final : public pqc::v1::Crypto::CallbackService {
+namespace internal {
+using C = pqc::v1::Crypto;
+using CryptoServiceBase = C::WithAsyncMethod_KeyGen<
+    C::WithAsyncMethod_Encaps<C::WithAsyncMethod_Decaps<C::WithAsyncMethod_Sign<
+        C::WithAsyncMethod_Verify<C::WithAsyncMethod_Hash<C::WithAsyncMethod_Batch<
+            C::WithCallbackMethod_HashStream<C::WithCallbackMethod_Stream<C::Service>>>>>>>>>;
+}  // namespace internal
+
+class CryptoService final : public internal::CryptoServiceBase {
  public:
   explicit CryptoService(ServiceContext* ctx);
   ~CryptoService() override;
 
-  grpc::ServerUnaryReactor* KeyGen(grpc::CallbackServerContext* context,
-                                   const pqc::v1::KeyGenRequest* request,
-                                   pqc::v1::KeyGenResponse* response) override;
-  grpc::ServerUnaryReactor* Encaps(grpc::CallbackServerContext* context,
-                                   const pqc::v1::EncapsRequest* request,
-                                   pqc::v1::EncapsResponse* response) override;
-  grpc::ServerUnaryReactor* Decaps(grpc::CallbackServerContext* context,
-                                   const pqc::v1::DecapsRequest* request,
-                                   pqc::v1::DecapsResponse* response) override;
-  grpc::ServerUnaryReactor* Sign(grpc::CallbackServerContext* context,
-                                 const pqc::v1::SignRequest* request,
-                                 pqc::v1::SignResponse* response) override;
-  grpc::ServerUnaryReactor* Verify(grpc::CallbackServerContext* context,
-                                   const pqc::v1::VerifyRequest* request,
-                                   pqc::v1::VerifyResponse* response) override;
-  grpc::ServerUnaryReactor* Hash(grpc::CallbackServerContext* context,
-                                 const pqc::v1::HashRequest* request,
-                                 pqc::v1::HashResponse* response) override;
+  // Thread-per-core: posts the first request of every async method on every core queue. After
+  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues).
+  void StartCoreServing(CoreQueues* queues);
+
   grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* HashStream(
       grpc::CallbackServerContext* context, pqc::v1::HashResponse* response) override;
-  grpc::ServerUnaryReactor* Batch(grpc::CallbackServerContext* context,
-                                  const pqc::v1::BatchRequest* request,
-                                  pqc::v1::BatchResponse* response) override;
   grpc::ServerBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse>* Stream(
       grpc::CallbackServerContext* context) override;
 
  private:
-  template <class Req, class Resp, class Prepare>
-  grpc::ServerUnaryReactor* Unary(const char* rpc, grpc::CallbackServerContext* context,
-                                  const Req* request, Resp* response, Prepare prepare,
-                                  bool secrets);
   ServiceContext* ctx_;
   // Ends HashStreams that idle or last too long (--hash-stream-idle, --hash-stream-max-duration).
   std::unique_ptr<HashStreamWatch> hash_watch_;

@@ -1,0 +1,383 @@
+// Crypto's unary methods and Batch, thread-per-core (crypto_service.h, core_queues.h).
+//
+// Each call is an object whose tags all come back on the core queue it arrived on: the request
+// (matched), the done notification (the call ended, or was cancelled) and the Finish. Its handler
+// runs on that queue's worker inside CoreQueues::Poll: it validates, resolves held keys and
+// submits the call's jobs, which land on the same worker's own queue (Engine::SubmitBurst) and run
+// in its next burst together with every other call of the same Poll. The job's completion
+// finishes the call, usually on that worker (on a sibling when the job was handed over, on the
+// auxiliary runner for a held KeyGen). The object is deleted when both the done and the Finish
+// tags are back.
+#include <atomic>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bounds.h"
+#include "core_queues.h"
+#include "ops.h"
+#include "pqcd/engine/engine.h"
+#include "pqcd/server/algorithms.h"
+#include "pqcd/server/crypto_service.h"
+#include "wipe.h"
+
+namespace pqcd::server {
+namespace {
+
+using Service = internal::CryptoServiceBase;
+
+// Where a call is served: the daemon's state, the service whose Request* methods post requests,
+// and the core queues.
+struct Serving {
+  ServiceContext* ctx;
+  Service* service;
+  CoreQueues* queues;
+};
+
+// What every call has: its context, the request/response pair, the done and Finish tags, the
+// in-flight record, the memory charge, the unread-answer watch and the wipe of secret-carrying
+// messages. Derived classes post the request (Post), handle its arrival (Arrived) and call
+// FinishWith once.
+class AsyncCall : public CqTag {
+ public:
+  // The request tag: the call arrived (ok) or the server is shutting down (not ok).
+  void Proceed(bool ok) override {
+    if (!ok) {  // never started: no other tag of it will come back
+      delete this;
+      return;
+    }
+    serving_.queues->CallStarted(queue_);
+    // The next call of this method on this queue.
+    if (!serving_.queues->stopping()) Renew();
+    scope_.emplace(serving_.ctx, rpc_);
+    Arrived();
+  }
+
+ protected:
+  AsyncCall(const Serving& serving, int queue, const char* rpc, bool secrets)
+      : serving_(serving), queue_(queue), rpc_(rpc), secrets_(secrets) {
+    context_.AsyncNotifyWhenDone(static_cast<CqTag*>(&done_tag_));
+  }
+  virtual ~AsyncCall() = default;
+
+  // Posts a new call object for the same method on the same queue.
+  virtual void Renew() = 0;
+  // The call arrived (on the queue's worker): validate, submit, or finish.
+  virtual void Arrived() = 0;
+  // Starts the Finish (any thread, once).
+  virtual void StartFinish(const grpc::Status& status, CqTag* tag) = 0;
+  // The messages to wipe when the call is over (secrets only).
+  virtual google::protobuf::Message* request_message() = 0;
+  virtual google::protobuf::Message* response_message() = 0;
+  // Called with the done notification when the call was cancelled or expired: drop queued jobs.
+  virtual void CancelJobs() = 0;
+
+  ServiceContext* ctx() const { return serving_.ctx; }
+  RequestScope& scope() { return *scope_; }
+  grpc::ServerCompletionQueue* cq() const { return serving_.queues->cq(queue_); }
+
+  // Charges `bytes` for the caller to the memory account, held until the call is over; false
+  // (and the call finished RESOURCE_EXHAUSTED) when the account refuses.
+  bool Charge(const std::string& identity, size_t bytes) {
+    if (ctx()->memory == nullptr) return true;
+    if (absl::Status s = ctx()->memory->Charge(identity, bytes); !s.ok()) {
+      FinishWith(ToGrpc(s));
+      return false;
+    }
+    charge_ = MemoryCharge(ctx()->memory, identity, bytes);
+    return true;
+  }
+
+  // Finishes the call (any thread, once); the answer is watched until the client takes it
+  // (--unread-answer-timeout).
+  void FinishWith(const grpc::Status& status) {
+    finish_code_ = status.error_code();
+    if (ctx()->unread != nullptr) ctx()->unread->Watch(&unread_, &context_);
+    StartFinish(status, &finish_tag_);
+  }
+
+  const Serving serving_;
+  const int queue_;
+  grpc::ServerContext context_;
+
+ private:
+  struct DoneTag final : CqTag {
+    AsyncCall* call;
+    explicit DoneTag(AsyncCall* c) : call(c) {}
+    void Proceed(bool) override { call->OnDone(); }
+  };
+  struct FinishTag final : CqTag {
+    AsyncCall* call;
+    explicit FinishTag(AsyncCall* c) : call(c) {}
+    void Proceed(bool) override { call->OnFinished(); }
+  };
+
+  void OnDone() {
+    if (context_.IsCancelled()) {
+      cancel_code_ = CancelCode(context_);
+      CancelJobs();
+    }
+    Release();
+  }
+  void OnFinished() {
+    if (ctx()->unread != nullptr) ctx()->unread->Unwatch(&unread_);
+    Release();
+  }
+  // Both the done and the Finish tags came back: nothing refers to the call any more.
+  void Release() {
+    if (++tags_back_ < 2) return;
+    scope_->Done(cancel_code_ != grpc::StatusCode::OK ? cancel_code_ : finish_code_);
+    if (secrets_) {
+      WipeMessage(*request_message());
+      WipeMessage(*response_message());
+    }
+    CoreQueues* queues = serving_.queues;
+    const int queue = queue_;
+    delete this;
+    queues->CallEnded(queue);
+  }
+
+  const char* rpc_;
+  const bool secrets_;
+  int tags_back_ = 0;  // done and Finish (the queue's worker only)
+  DoneTag done_tag_{this};
+  FinishTag finish_tag_{this};
+  std::optional<RequestScope> scope_;
+  MemoryCharge charge_;
+  UnreadAnswers::Entry unread_;
+  grpc::StatusCode finish_code_ = grpc::StatusCode::OK;  // written before Finish
+  grpc::StatusCode cancel_code_ = grpc::StatusCode::OK;  // the queue's worker only
+};
+
+// ---- Unary -------------------------------------------------------------------------------------
+
+template <class Req, class Resp>
+struct UnaryMethod {
+  using RequestFn = void (Service::*)(grpc::ServerContext*, Req*,
+                                      grpc::ServerAsyncResponseWriter<Resp>*,
+                                      grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using PrepareFn = absl::Status (*)(ServiceContext*, const Caller&, const Req&, Resp*, OpState*);
+  const char* rpc;
+  RequestFn request;
+  PrepareFn prepare;
+  // Calls that carry private keys, seeds or shared secrets wipe their messages when gRPC is done
+  // with them (wipe.h); Verify and Hash carry none.
+  bool secrets;
+};
+
+template <class Req, class Resp>
+class UnaryCall final : public AsyncCall {
+ public:
+  using Method = UnaryMethod<Req, Resp>;
+  static void Post(const Serving& serving, int queue, const Method* method) {
+    auto* call = new UnaryCall(serving, queue, method);
+    (serving.service->*method->request)(&call->context_, &call->request_, &call->responder_,
+                                        call->cq(), call->cq(), static_cast<CqTag*>(call));
+  }
+
+ private:
+  UnaryCall(const Serving& serving, int queue, const Method* method)
+      : AsyncCall(serving, queue, method->rpc, method->secrets),
+        method_(method),
+        responder_(&context_) {}
+
+  void Renew() override { Post(serving_, queue_, method_); }
+
+  void Arrived() override {
+    scope().set_algorithm(AlgorithmLabel(request_.algorithm()));
+    if (ctx()->draining.load()) {
+      FinishWith(DrainingStatus());
+      return;
+    }
+    const Caller caller = IdentifyCaller(context_, ctx()->identity_policy);
+    // The request, and the answer twice: the message and gRPC's serialized copy of it.
+    if (ctx()->memory != nullptr &&
+        !Charge(caller.identity, request_.ByteSizeLong() + 2 * AnswerBytesBound(request_))) {
+      return;
+    }
+    if (absl::Status s = method_->prepare(ctx(), caller, request_, &response_, &op_); !s.ok()) {
+      FinishWith(ToGrpc(s));
+      return;
+    }
+    op_.done = [this](absl::Status status) { FinishWith(ToGrpc(status)); };
+    op_.Arm(context_.deadline());
+    engine::Job* job = &op_.job;
+    ctx()->engine->SubmitBurst(std::span<engine::Job* const>(&job, 1));
+  }
+
+  void StartFinish(const grpc::Status& status, CqTag* tag) override {
+    if (status.ok()) {
+      responder_.Finish(response_, status, tag);
+    } else {
+      responder_.FinishWithError(status, tag);
+    }
+  }
+  google::protobuf::Message* request_message() override { return &request_; }
+  google::protobuf::Message* response_message() override { return &response_; }
+  void CancelJobs() override { op_.job.Cancel(); }
+
+  const Method* method_;
+  Req request_;
+  Resp response_;
+  grpc::ServerAsyncResponseWriter<Resp> responder_;
+  OpState op_;
+};
+
+// ---- Batch -------------------------------------------------------------------------------------
+
+class BatchCall final : public AsyncCall {
+ public:
+  static void Post(const Serving& serving, int queue) {
+    auto* call = new BatchCall(serving, queue);
+    serving.service->RequestBatch(&call->context_, &call->request_, &call->responder_, call->cq(),
+                                  call->cq(), static_cast<CqTag*>(call));
+  }
+
+ private:
+  BatchCall(const Serving& serving, int queue)
+      : AsyncCall(serving, queue, "Batch", /*secrets=*/true), responder_(&context_) {}
+
+  void Renew() override { Post(serving_, queue_); }
+
+  void Arrived() override {
+    scope().set_algorithm("mixed");
+    if (ctx()->draining.load()) {
+      FinishWith(DrainingStatus());
+      return;
+    }
+    const Config& config = *ctx()->config;
+    const int n = request_.operations_size();
+    if (static_cast<uint32_t>(n) > config.max_batch_items) {
+      FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              absl::StrCat("operations: at most ", config.max_batch_items,
+                                           " per Batch (--max-batch-items), got ", n)));
+      return;
+    }
+    // The answers must fit one response: budgeted before anything is allocated or computed (a
+    // small request must not make the daemon build an answer gRPC then refuses to send).
+    size_t answer_bytes = 0;
+    for (const pqc::v1::Operation& op : request_.operations()) answer_bytes += AnswerBytesBound(op);
+    if (answer_bytes > config.max_message_bytes) {
+      FinishWith(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("the Batch's answers would take up to ", answer_bytes,
+                       " bytes, more than one response may carry (--max-message-bytes ",
+                       config.max_message_bytes, "); send fewer or smaller operations")));
+      return;
+    }
+    const Caller caller = IdentifyCaller(context_, ctx()->identity_policy);
+    if (ctx()->memory != nullptr &&
+        !Charge(caller.identity, request_.ByteSizeLong() + 2 * answer_bytes)) {
+      return;
+    }
+    ops_ = std::make_unique<OpState[]>(static_cast<size_t>(n));
+    auto* results = response_.mutable_results();
+    results->Reserve(n);
+    for (int i = 0; i < n; ++i) results->Add();
+
+    // remaining = submitted ops + 1 guard released after the submit loop, so that the call
+    // cannot finish while items are still being submitted. A Batch is admitted to the engine as a
+    // whole or refused as a whole (Engine::SubmitBurst): when every submitted item was refused
+    // for a full queue, the call fails RESOURCE_EXHAUSTED.
+    int ready = 0;
+    GivenKeys given;  // a private key given again is prepared once for the rest of its run
+    for (int i = 0; i < n; ++i) {
+      pqc::v1::OperationResult* result = response_.mutable_results(i);
+      OpState* st = &ops_[static_cast<size_t>(i)];
+      absl::Status s = PrepareOperation(ctx(), caller, request_.operations(i), result, st, &given);
+      if (!s.ok()) {
+        SetResultStatus(result, s);
+        continue;
+      }
+      st->done = [this, result](absl::Status status) {
+        if (absl::IsResourceExhausted(status)) queue_full_.fetch_add(1, std::memory_order_relaxed);
+        SetResultStatus(result, status);
+        ItemDone();
+      };
+      ++ready;
+    }
+    remaining_.fetch_add(ready, std::memory_order_relaxed);
+    submitted_ = ready;
+    if (ready > 0) {
+      const auto deadline = context_.deadline();
+      std::vector<engine::Job*> jobs;
+      jobs.reserve(static_cast<size_t>(ready));
+      for (int i = 0; i < n; ++i) {
+        OpState* st = &ops_[static_cast<size_t>(i)];
+        if (!st->done) continue;  // failed validation
+        st->Arm(deadline);
+        jobs.push_back(&st->job);
+      }
+      ctx()->engine->SubmitBurst(jobs);
+    }
+    ItemDone();
+  }
+
+  // One item done (or the submit loop's guard): the last one finishes the call.
+  void ItemDone() {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const bool refused =
+        submitted_ > 0 && queue_full_.load(std::memory_order_relaxed) == submitted_;
+    FinishWith(refused ? grpc::Status(
+                             grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             absl::StrCat("engine queue full: no room for the Batch's ", submitted_,
+                                          " operations (--queue-capacity); retry later "
+                                          "or send smaller Batches"))
+                       : grpc::Status::OK);
+  }
+
+  void StartFinish(const grpc::Status& status, CqTag* tag) override {
+    if (status.ok()) {
+      responder_.Finish(response_, status, tag);
+    } else {
+      responder_.FinishWithError(status, tag);
+    }
+  }
+  google::protobuf::Message* request_message() override { return &request_; }
+  google::protobuf::Message* response_message() override { return &response_; }
+  void CancelJobs() override {
+    if (ops_ == nullptr) return;
+    for (int i = 0; i < request_.operations_size(); ++i) ops_[static_cast<size_t>(i)].job.Cancel();
+  }
+
+  pqc::v1::BatchRequest request_;
+  pqc::v1::BatchResponse response_;
+  grpc::ServerAsyncResponseWriter<pqc::v1::BatchResponse> responder_;
+  std::unique_ptr<OpState[]> ops_;
+  std::atomic<int> remaining_{1};
+  std::atomic<int> queue_full_{0};
+  int submitted_ = 0;
+};
+
+// The unary methods.
+namespace v1 = pqc::v1;
+const UnaryMethod<v1::KeyGenRequest, v1::KeyGenResponse> kKeyGen{"KeyGen", &Service::RequestKeyGen,
+                                                                 PrepareKeyGen, true};
+const UnaryMethod<v1::EncapsRequest, v1::EncapsResponse> kEncaps{"Encaps", &Service::RequestEncaps,
+                                                                 PrepareEncaps, true};
+const UnaryMethod<v1::DecapsRequest, v1::DecapsResponse> kDecaps{"Decaps", &Service::RequestDecaps,
+                                                                 PrepareDecaps, true};
+const UnaryMethod<v1::SignRequest, v1::SignResponse> kSign{"Sign", &Service::RequestSign,
+                                                           PrepareSign, true};
+const UnaryMethod<v1::VerifyRequest, v1::VerifyResponse> kVerify{"Verify", &Service::RequestVerify,
+                                                                 PrepareVerify, false};
+const UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::RequestHash,
+                                                           PrepareHash, false};
+
+}  // namespace
+
+void CryptoService::StartCoreServing(CoreQueues* queues) {
+  namespace v1 = pqc::v1;
+  const Serving serving{ctx_, this, queues};
+  for (int q = 0; q < queues->size(); ++q) {
+    UnaryCall<v1::KeyGenRequest, v1::KeyGenResponse>::Post(serving, q, &kKeyGen);
+    UnaryCall<v1::EncapsRequest, v1::EncapsResponse>::Post(serving, q, &kEncaps);
+    UnaryCall<v1::DecapsRequest, v1::DecapsResponse>::Post(serving, q, &kDecaps);
+    UnaryCall<v1::SignRequest, v1::SignResponse>::Post(serving, q, &kSign);
+    UnaryCall<v1::VerifyRequest, v1::VerifyResponse>::Post(serving, q, &kVerify);
+    UnaryCall<v1::HashRequest, v1::HashResponse>::Post(serving, q, &kHash);
+    BatchCall::Post(serving, q);
+  }
+}
+
+}  // namespace pqcd::server
