@@ -378,6 +378,7 @@ void CryptoService::StartCoreServing(CoreQueues* queues) {
     UnaryCall<v1::HashRequest, v1::HashResponse>::Post(serving, q, &kHash);
     BatchCall::Post(serving, q);
   }
+  StartStreams(queues);
 }
 
 }  // namespace pqcd::server

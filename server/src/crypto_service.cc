@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bounds.h"
+#include "core_reactor.h"
 #include "ops.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/kernels/hash.h"
@@ -21,6 +22,15 @@ namespace pqcd::server {
 namespace {
 
 const grpc::Status& kDraining = DrainingStatus();
+
+// Where a Stream or HashStream is served: the daemon's state, the service whose Request* methods
+// post requests, the core queues, and the HashStreams' watch.
+struct StreamServing {
+  ServiceContext* ctx;
+  internal::CryptoServiceBase* service;
+  CoreQueues* queues;
+  HashStreamWatch* watch;
+};
 
 }  // namespace
 
@@ -71,22 +81,26 @@ class HashStreamWatch {
 
 namespace {
 
-class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStreamRequest> {
+class HashStreamReactor final
+    : public CoreReadReactor<pqc::v1::HashStreamRequest, pqc::v1::HashResponse> {
  public:
-  HashStreamReactor(ServiceContext* ctx, HashStreamWatch* watch,
-                    grpc::CallbackServerContext* context, pqc::v1::HashResponse* response)
-      : ctx_(ctx),
-        watch_(watch),
-        context_(context),
-        response_(response),
-        scope_(ctx, "HashStream"),
-        start_(SteadyClock::now()),
-        last_message_(start_) {
+  static void Post(const StreamServing& serving, int queue) {
+    auto* call = new HashStreamReactor(serving, queue);
+    serving.service->RequestHashStream(&call->context_, &call->reader_, call->cq(), call->cq(),
+                                       static_cast<CqTag*>(call));
+  }
+
+  void Renew() override { Post(serving_, queue()); }
+
+  void OnStart() override {
+    scope_.emplace(ctx_, "HashStream");
+    start_ = SteadyClock::now();
+    last_message_ = start_;
     if (ctx_->draining.load()) {
       FinishWith(kDraining);
       return;
     }
-    identity_ = IdentifyCaller(*context, ctx_->identity_policy).identity;
+    identity_ = IdentifyCaller(context_, ctx_->identity_policy).identity;
     // In total and per identity (--max-hash-streams, --max-hash-streams-per-identity).
     if (ctx_->hash_streams != nullptr) {
       if (absl::Status s = ctx_->hash_streams->Acquire(identity_); !s.ok()) {
@@ -119,7 +133,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
         return;
       }
       ctx_->aux->Post([this] {
-        std::string* digest = response_->mutable_digest();
+        std::string* digest = response_.mutable_digest();
         digest->resize(out_len_);
         absl::Status s = hasher_->Finish(
             kernels::MutBytes(reinterpret_cast<uint8_t*>(digest->data()), digest->size()));
@@ -145,13 +159,13 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
       return;
     }
     if (!hasher_) {
-      scope_.set_algorithm(AlgorithmLabel(request_.algorithm()));
+      scope_->set_algorithm(AlgorithmLabel(request_.algorithm()));
       auto info = RequireFamily(request_.algorithm(), Family::kHash, "HashStream");
       if (!info.ok()) {
         FinishWith(ToGrpc(info.status()));
         return;
       }
-      scope_.set_algorithm(Name(**info));
+      scope_->set_algorithm(Name(**info));
       algorithm_ = request_.algorithm();
       algorithm_name_ = Name(**info);
       auto out_len =
@@ -207,14 +221,14 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
 
   // Cancelled or expired (gRPC cancels at the deadline): no more updates, and the request is
   // recorded with what the client got.
-  void OnCancel() override { cancel_code_.store(CancelCode(*context_)); }
+  void OnCancel() override { cancel_code_.store(CancelCode(context_)); }
 
   void OnDone() override {
     if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
     if (watched_) watch_->Remove(this);
     if (slot_) ctx_->hash_streams->Release(identity_);
     const grpc::StatusCode cancelled = cancel_code_.load();
-    scope_.Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
+    scope_->Done(cancelled != grpc::StatusCode::OK ? cancelled : finish_code_);
     delete this;
   }
 
@@ -265,15 +279,20 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
     if (finished_) return;
     finished_ = true;
     finish_code_ = status.error_code();
-    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, context_);
+    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, &context_);
     Finish(status);
   }
 
+  HashStreamReactor(const StreamServing& serving, int queue)
+      : CoreReadReactor(serving.queues, queue),
+        serving_(serving),
+        ctx_(serving.ctx),
+        watch_(serving.watch) {}
+
+  const StreamServing serving_;
   ServiceContext* ctx_;
   HashStreamWatch* watch_;
-  grpc::CallbackServerContext* context_;
-  pqc::v1::HashResponse* response_;
-  RequestScope scope_;
+  std::optional<RequestScope> scope_;  // from the call's arrival
   bool watched_ = false;
   bool slot_ = false;          // holds one of ctx_->hash_streams
   std::string identity_;       // the caller's, for its slot and its memory charges
@@ -293,7 +312,7 @@ class HashStreamReactor final : public grpc::ServerReadReactor<pqc::v1::HashStre
   bool finished_ = false;      // Finish was called
   bool read_pending_ = false;  // a StartRead has not completed yet
   std::optional<grpc::Status> expired_;
-  const SteadyClock::time_point start_;
+  SteadyClock::time_point start_;  // the call's arrival
   SteadyClock::time_point last_message_;
 };
 
@@ -315,11 +334,6 @@ CryptoService::CryptoService(ServiceContext* ctx)
 
 CryptoService::~CryptoService() = default;
 
-grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* CryptoService::HashStream(
-    grpc::CallbackServerContext* context, pqc::v1::HashResponse* response) {
-  return new HashStreamReactor(ctx_, hash_watch_.get(), context, response);
-}
-
 // ---- Stream ------------------------------------------------------------------------------------
 //
 // One reactor per Stream call. A received message (single form: one operation; packed form: up to
@@ -339,21 +353,23 @@ class StreamReactor;
 thread_local const StreamReactor* tls_collecting = nullptr;
 
 class StreamReactor final
-    : public grpc::ServerBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
+    : public CoreBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
  public:
-  StreamReactor(ServiceContext* ctx, grpc::CallbackServerContext* context)
-      : ctx_(ctx),
-        context_(context),
-        scope_(ctx, "Stream"),
-        caller_(IdentifyCaller(*context, ctx->identity_policy)),
-        max_inflight_(std::max<uint32_t>(ctx->config->max_stream_inflight, 1)),
-        max_items_(std::max<uint32_t>(ctx->config->max_batch_items, 1)),
-        max_answer_bytes_(ctx->config->max_message_bytes / 2),
-        max_held_bytes_(std::max<size_t>(ctx->config->max_stream_bytes / 2, 1)) {
-    scope_.set_algorithm("mixed");
+  static void Post(const StreamServing& serving, int queue) {
+    auto* call = new StreamReactor(serving, queue);
+    serving.service->RequestStream(&call->context_, &call->stream_, call->cq(), call->cq(),
+                                   static_cast<CqTag*>(call));
+  }
+
+  void Renew() override { Post(serving_, queue()); }
+
+  void OnStart() override {
+    scope_.emplace(ctx_, "Stream");
+    caller_ = IdentifyCaller(context_, ctx_->identity_policy);
+    scope_->set_algorithm("mixed");
     if (ctx_->draining.load()) {
       finished_ = true;
-      scope_.Done(kDraining.error_code());
+      scope_->Done(kDraining.error_code());
       Finish(kDraining);
       return;
     }
@@ -362,7 +378,7 @@ class StreamReactor final
       if (absl::Status s = ctx_->streams->Acquire(caller_.identity); !s.ok()) {
         finished_ = true;
         final_code_ = static_cast<grpc::StatusCode>(s.code());
-        scope_.Done(final_code_);
+        scope_->Done(final_code_);
         Finish(ToGrpc(s));
         return;
       }
@@ -475,7 +491,7 @@ class StreamReactor final
     if (nsubmit > 0) {
       // One burst: the engine queues the message's jobs together or runs them on this thread.
       // Once submitted, the chunk may be answered and freed by another thread.
-      const auto deadline = context_->deadline();
+      const auto deadline = context_.deadline();
       jobs_.clear();
       for (size_t i = 0; i < chunk->n; ++i) {
         Slot& slot = chunk->slots[i];
@@ -530,7 +546,7 @@ class StreamReactor final
   void OnCancel() override {
     std::vector<Chunk*> to_free;
     // gRPC cancels the call when its deadline passes too; the client then sees DEADLINE_EXCEEDED.
-    const grpc::StatusCode code = CancelCode(*context_);
+    const grpc::StatusCode code = CancelCode(context_);
     std::unique_lock<std::mutex> lock(mu_);
     cancel_code_ = code;
     BreakLocked(&to_free);
@@ -541,7 +557,7 @@ class StreamReactor final
   void OnDone() override {
     if (ctx_->unread != nullptr) ctx_->unread->Unwatch(&unread_);
     if (slot_) ctx_->streams->Release(caller_.identity);
-    scope_.Done(final_code_);
+    scope_->Done(final_code_);
     delete this;
   }
 
@@ -591,7 +607,7 @@ class StreamReactor final
   // Writes out_ (the caller holds the write token); the answer is watched until the client takes
   // it (--unread-answer-timeout).
   void Write() {
-    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, context_);
+    if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, &context_);
     StartWrite(&out_);
   }
 
@@ -719,10 +735,19 @@ class StreamReactor final
     Finish(status);
   }
 
+  StreamReactor(const StreamServing& serving, int queue)
+      : CoreBidiReactor(serving.queues, queue),
+        serving_(serving),
+        ctx_(serving.ctx),
+        max_inflight_(std::max<uint32_t>(ctx_->config->max_stream_inflight, 1)),
+        max_items_(std::max<uint32_t>(ctx_->config->max_batch_items, 1)),
+        max_answer_bytes_(ctx_->config->max_message_bytes / 2),
+        max_held_bytes_(std::max<size_t>(ctx_->config->max_stream_bytes / 2, 1)) {}
+
+  const StreamServing serving_;
   ServiceContext* ctx_;
-  grpc::CallbackServerContext* context_;
-  RequestScope scope_;
-  const Caller caller_;
+  std::optional<RequestScope> scope_;  // from the call's arrival
+  Caller caller_;                      // set at the call's arrival
   const uint32_t max_inflight_;
   const uint32_t max_items_;
   const size_t max_answer_bytes_;
@@ -751,9 +776,12 @@ class StreamReactor final
 
 }  // namespace
 
-grpc::ServerBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse>* CryptoService::Stream(
-    grpc::CallbackServerContext* context) {
-  return new StreamReactor(ctx_, context);
+void CryptoService::StartStreams(CoreQueues* queues) {
+  const StreamServing serving{ctx_, this, queues, hash_watch_.get()};
+  for (int q = 0; q < queues->size(); ++q) {
+    StreamReactor::Post(serving, q);
+    HashStreamReactor::Post(serving, q);
+  }
 }
 
 }  // namespace pqcd::server

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core_reactor.h"
 #include "ops.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/server/algorithms.h"
@@ -17,51 +18,94 @@ using kernels::MutBytes;
 
 const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
 
-// Runs `body` (returning absl::Status) and finishes the call, recording metrics. A request that
-// carries a private key is passed as secret_request: its reactor wipes it after the call.
-template <class Body>
-grpc::ServerUnaryReactor* Run(ServiceContext* ctx, grpc::CallbackServerContext* context,
-                              const char* rpc, bool on_aux, Body body,
-                              const google::protobuf::Message* secret_request = nullptr) {
-  grpc::ServerUnaryReactor* reactor = secret_request != nullptr
-                                          ? new WipingUnaryReactor(secret_request, nullptr)
-                                          : context->DefaultReactor();
-  auto scope = std::make_shared<RequestScope>(ctx, rpc);
-  scope->set_algorithm("none");
-  if (ctx->draining.load()) {
-    scope->Done(kDraining.error_code());
-    reactor->Finish(kDraining);
-    return reactor;
-  }
-  Caller caller = IdentifyCaller(*context, ctx->identity_policy);
-  // The caller's right is checked before anything is queued.
-  if (!caller.may_hold_keys) {
-    const grpc::Status denied(
-        grpc::StatusCode::PERMISSION_DENIED,
-        "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
-        "or a daemon started with --allow-insecure-tcp");
-    scope->Done(denied.error_code());
-    reactor->Finish(denied);
-    return reactor;
-  }
-  auto task = [reactor, scope, caller = std::move(caller), body = std::move(body)]() mutable {
-    grpc::Status g = ToGrpc(body(caller, scope.get()));
-    scope->Done(g.error_code());
-    reactor->Finish(g);
+// One Keys call on a core queue (core_reactor.h). At its arrival it identifies the caller,
+// checks the right to manage keys, and runs `body(caller, scope)`, the method's work, returning
+// absl::Status: on the worker (in-memory reads), or on the key-management thread (changes:
+// fsync'ed writes, key checks, key generation). A request that carries a private key (Import) is
+// wiped when gRPC is done with it.
+template <class Req, class Resp>
+class KeysCall final : public CoreUnaryReactor<Req, Resp> {
+ public:
+  using Body = absl::Status (*)(ServiceContext*, const Caller&, RequestScope*, const Req*, Resp*);
+  using RequestFn = void (KeysServiceBase::*)(grpc::ServerContext*, Req*,
+                                              grpc::ServerAsyncResponseWriter<Resp>*,
+                                              grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
+                                              void*);
+  struct Method {
+    const char* rpc;
+    RequestFn request;
+    Body body;
+    bool on_aux;   // runs on the key-management thread
+    bool secrets;  // the request carries a private key
   };
-  if (!on_aux) {
-    task();
-  } else if (!ctx->key_tasks->TryPost(std::move(task))) {
+
+  static void Post(ServiceContext* ctx, KeysServiceBase* service, CoreQueues* queues, int queue,
+                   const Method* method) {
+    auto* call = new KeysCall(ctx, service, queues, queue, method);
+    (service->*method->request)(&call->context_, &call->request_, &call->responder_, call->cq(),
+                                call->cq(), static_cast<CqTag*>(call));
+  }
+
+ private:
+  using Base = CoreUnaryReactor<Req, Resp>;
+
+  KeysCall(ServiceContext* ctx, KeysServiceBase* service, CoreQueues* queues, int queue,
+           const Method* method)
+      : Base(queues, queue), ctx_(ctx), service_(service), method_(method) {}
+
+  void Renew() override { Post(ctx_, service_, this->queues(), this->queue(), method_); }
+
+  void OnStart() override {
+    scope_.emplace(ctx_, method_->rpc);
+    scope_->set_algorithm("none");
+    if (ctx_->draining.load()) {
+      FinishWith(kDraining);
+      return;
+    }
+    Caller caller = IdentifyCaller(this->context_, ctx_->identity_policy);
+    // The caller's right is checked before anything is queued.
+    if (!caller.may_hold_keys) {
+      FinishWith(grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
+          "or a daemon started with --allow-insecure-tcp"));
+      return;
+    }
+    if (!method_->on_aux) {
+      Run(caller);
+      return;
+    }
     // Key management (fsync'ed writes, key checks) has its own bounded queue: a flood of it
     // neither grows memory nor delays crypto or HashStream work.
-    const grpc::Status full(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            absl::StrCat("key management is busy: ", ctx->config->key_queue,
-                                         " requests already queued (--key-queue); retry later"));
-    scope->Done(full.error_code());
-    reactor->Finish(full);
+    if (!ctx_->key_tasks->TryPost([this, caller = std::move(caller)] { Run(caller); })) {
+      FinishWith(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                              StrCat("key management is busy: ", ctx_->config->key_queue,
+                                     " requests already queued (--key-queue); retry later")));
+    }
   }
-  return reactor;
-}
+
+  void Run(const Caller& caller) {
+    FinishWith(ToGrpc(method_->body(ctx_, caller, &*scope_, &this->request_, &this->response_)));
+  }
+
+  // Any thread, once.
+  void FinishWith(const grpc::Status& status) {
+    code_ = status.error_code();
+    this->Finish(status);
+  }
+
+  void OnDone() override {
+    scope_->Done(this->context_.IsCancelled() ? CancelCode(this->context_) : code_);
+    if (method_->secrets) WipeMessage(this->request_);
+    delete this;
+  }
+
+  ServiceContext* const ctx_;
+  KeysServiceBase* const service_;
+  const Method* const method_;
+  std::optional<RequestScope> scope_;             // from the call's arrival
+  grpc::StatusCode code_ = grpc::StatusCode::OK;  // written before the Finish
+};
 
 // The public key of a private key given as a seed (key generation) or expanded (the kernels'
 // complete consistency check, which recomputes the public key: FIPS 204 Alg. 6 from rho, s1, s2;
@@ -92,187 +136,190 @@ absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmDescriptor& info
   return pk;
 }
 
+absl::Status GetPublicKeyBody(ServiceContext* ctx, const Caller& caller, RequestScope* scope,
+                              const pqc::v1::GetPublicKeyRequest* request,
+                              pqc::v1::KeyInfo* response) {
+  if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+  auto owner = ManagedOwner(caller, request->owner());
+  if (!owner.ok()) return owner.status();
+  auto rec = ctx->keys->Get(*owner, request->key_id(), request->version());
+  if (!rec.ok()) return rec.status();
+  scope->set_algorithm(AlgorithmLabel(rec->algorithm));
+  FillKeyInfo(*rec, ctx->keys->Versions(rec->owner, rec->key_id), response);
+  if (request->format() != pqc::v1::KEY_FORMAT_RAW) {
+    const AlgorithmDescriptor* d = LookupAlgorithm(rec->algorithm);
+    if (d == nullptr) return absl::InternalError("held key of an unknown algorithm");
+    if (absl::Status s =
+            EncodeAnswerKeys(*d, request->format(), response->mutable_public_key(), nullptr, {});
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ListBody(ServiceContext* ctx, const Caller& caller, RequestScope* /*scope*/,
+                      const pqc::v1::ListKeysRequest* request,
+                      pqc::v1::ListKeysResponse* response) {
+  std::map<std::string, std::string> selector(request->label_selector().begin(),
+                                              request->label_selector().end());
+  // The caller's own keys; admins may ask for one identity's or, with "*", all.
+  std::string owner;
+  if (request->owner() == "*") {
+    if (!caller.admin) {
+      return absl::PermissionDeniedError(
+          "owner: only --admin identities list every identity's keys");
+    }
+  } else {
+    auto managed = ManagedOwner(caller, request->owner());
+    if (!managed.ok()) return managed.status();
+    owner = *std::move(managed);
+  }
+  if (request->page_size() > 1000) {
+    return absl::InvalidArgumentError(
+        StrCat("page_size: at most 1000, got ", request->page_size()));
+  }
+  auto page = ctx->keys->List(request->owner() == "*" ? nullptr : &owner, selector,
+                              request->page_size(), request->page_token());
+  if (!page.ok()) return page.status();
+  for (const KeyRecord& rec : page->keys) {
+    FillKeyInfo(rec, ctx->keys->Versions(rec.owner, rec.key_id), response->add_keys());
+  }
+  response->set_next_page_token(std::move(page->next_page_token));
+  return absl::OkStatus();
+}
+
+absl::Status DeleteBody(ServiceContext* ctx, const Caller& caller, RequestScope* scope,
+                        const pqc::v1::DeleteKeyRequest* request,
+                        pqc::v1::DeleteKeyResponse* response) {
+  if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+  std::string algorithm;
+  auto n = [&]() -> absl::StatusOr<uint32_t> {
+    auto owner = ManagedOwner(caller, request->owner());
+    if (!owner.ok()) return owner.status();
+    // The key's algorithm labels the request metric and the audit line.
+    if (auto rec = ctx->keys->Get(*owner, request->key_id(), 0); rec.ok()) {
+      algorithm = AlgorithmLabel(rec->algorithm);
+      scope->set_algorithm(algorithm);
+    }
+    return ctx->keys->Delete(*owner, request->key_id(), request->version());
+  }();
+  ctx->Audit(caller.identity, "delete", request->owner(), request->key_id(), request->version(),
+             algorithm, n.status());
+  if (!n.ok()) return n.status();
+  response->set_deleted_versions(*n);
+  return absl::OkStatus();
+}
+
+absl::Status ImportBody(ServiceContext* ctx, const Caller& caller, RequestScope* scope,
+                        const pqc::v1::ImportKeyRequest* request, pqc::v1::KeyInfo* response) {
+  std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
+  auto result = [&]() -> absl::StatusOr<KeyRecord> {
+    const AlgorithmDescriptor* info = LookupAlgorithm(request->algorithm());
+    if (info == nullptr || info->family() == Family::kHash) {
+      return absl::InvalidArgumentError(
+          StrCat("algorithm: Import needs a KEM or signature algorithm, got ",
+                 AlgorithmLabel(request->algorithm())));
+    }
+    scope->set_algorithm(Name(*info));
+    if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
+    if (absl::Status s = ValidateLabels(request->labels()); !s.ok()) return s;
+    auto owner = ManagedOwner(caller, request->owner());
+    if (!owner.ok()) return owner.status();
+    // Raw, or PKCS#8 / SubjectPublicKeyInfo in DER or PEM (docs/encodings.md).
+    const std::string& given_sk = request->private_key();
+    SecretBytes decoded_sk;
+    auto sk = ResolvePrivateKey(
+        *info, Bytes(reinterpret_cast<const uint8_t*>(given_sk.data()), given_sk.size()),
+        "private_key", &decoded_sk);
+    if (!sk.ok()) return sk.status();
+    std::string given_pk;
+    if (!request->public_key().empty()) {
+      std::vector<uint8_t> decoded_pk;
+      const std::string& pk_field = request->public_key();
+      auto raw_pk = ResolvePublicKey(
+          *info, Bytes(reinterpret_cast<const uint8_t*>(pk_field.data()), pk_field.size()),
+          "public_key", &decoded_pk);
+      if (!raw_pk.ok()) return raw_pk.status();
+      given_pk.assign(raw_pk->begin(), raw_pk->end());
+    }
+    auto pk = PublicKeyOf(*info, *sk, given_pk);
+    if (!pk.ok()) return pk.status();
+    std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
+    return ctx->keys->Create(*owner, key_id, request->algorithm(), std::move(*pk),
+                             SecretBytes(sk->data(), sk->size()), std::move(labels));
+  }();
+  ctx->Audit(caller.identity, "import", request->owner(), key_id, result.ok() ? result->version : 0,
+             AlgorithmLabel(request->algorithm()), result.status());
+  if (!result.ok()) return result.status();
+  FillKeyInfo(*result, ctx->keys->Versions(result->owner, key_id), response);
+  return absl::OkStatus();
+}
+
+absl::Status RotateBody(ServiceContext* ctx, const Caller& caller, RequestScope* scope,
+                        const pqc::v1::RotateKeyRequest* request, pqc::v1::KeyInfo* response) {
+  int algorithm = 0;
+  auto result = [&]() -> absl::StatusOr<KeyRecord> {
+    if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
+    auto owner = ManagedOwner(caller, request->owner());
+    if (!owner.ok()) return owner.status();
+    auto cur = ctx->keys->Get(*owner, request->key_id(), 0);
+    if (!cur.ok()) return cur.status();
+    algorithm = cur->algorithm;
+    const AlgorithmDescriptor* info = LookupAlgorithm(cur->algorithm);
+    if (info == nullptr) return absl::InternalError("held key has an unknown algorithm");
+    scope->set_algorithm(Name(*info));
+    // No key generation for a key that cannot take another version (AddVersion checks
+    // again: a concurrent Rotate may take the room meanwhile).
+    if (absl::Status s = ctx->keys->CheckRoomForVersion(cur->owner, request->key_id()); !s.ok()) {
+      return s;
+    }
+    // A new key pair from fresh randomness, through the engine like every key generation;
+    // only its seed is stored.
+    const kernels::AlgorithmFacts& f = *info->facts;
+    std::vector<uint8_t> pk(f.public_key_bytes);
+    SecretBytes expanded(f.private_key_bytes);
+    SecretBytes seed(f.seed_bytes);
+    engine::Job job;
+    SetKeyGenJob(*info, {}, MutBytes(pk), MutBytes(expanded.data(), expanded.size()),
+                 MutBytes(seed.data(), seed.size()), &job);
+    if (absl::Status s = RunJobAndWait(*ctx->engine, job); !s.ok()) return s;
+    return ctx->keys->AddVersion(cur->owner, request->key_id(), std::move(pk), std::move(seed));
+  }();
+  ctx->Audit(caller.identity, "rotate", request->owner(), request->key_id(),
+             result.ok() ? result->version : 0, AlgorithmLabel(algorithm), result.status());
+  if (!result.ok()) return result.status();
+  FillKeyInfo(*result, ctx->keys->Versions(result->owner, request->key_id()), response);
+  return absl::OkStatus();
+}
+
+namespace v1 = pqc::v1;
+using GetPublicKeyCall = KeysCall<v1::GetPublicKeyRequest, v1::KeyInfo>;
+using ListCall = KeysCall<v1::ListKeysRequest, v1::ListKeysResponse>;
+using DeleteCall = KeysCall<v1::DeleteKeyRequest, v1::DeleteKeyResponse>;
+using ImportCall = KeysCall<v1::ImportKeyRequest, v1::KeyInfo>;
+using RotateCall = KeysCall<v1::RotateKeyRequest, v1::KeyInfo>;
+// Reads answer on the worker; changes run on the key-management thread.
+const GetPublicKeyCall::Method kGetPublicKey{
+    "Keys.GetPublicKey", &KeysServiceBase::RequestGetPublicKey, GetPublicKeyBody, false, false};
+const ListCall::Method kList{"Keys.List", &KeysServiceBase::RequestList, ListBody, false, false};
+const DeleteCall::Method kDelete{"Keys.Delete", &KeysServiceBase::RequestDelete, DeleteBody, true,
+                                 false};
+const ImportCall::Method kImport{"Keys.Import", &KeysServiceBase::RequestImport, ImportBody, true,
+                                 true};
+const RotateCall::Method kRotate{"Keys.Rotate", &KeysServiceBase::RequestRotate, RotateBody, true,
+                                 false};
+
 }  // namespace
 
-grpc::ServerUnaryReactor* KeysService::GetPublicKey(grpc::CallbackServerContext* context,
-                                                    const pqc::v1::GetPublicKeyRequest* request,
-                                                    pqc::v1::KeyInfo* response) {
-  return Run(ctx_, context, "Keys.GetPublicKey", false,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-               if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-               auto owner = ManagedOwner(caller, request->owner());
-               if (!owner.ok()) return owner.status();
-               auto rec = ctx->keys->Get(*owner, request->key_id(), request->version());
-               if (!rec.ok()) return rec.status();
-               scope->set_algorithm(AlgorithmLabel(rec->algorithm));
-               FillKeyInfo(*rec, ctx->keys->Versions(rec->owner, rec->key_id), response);
-               if (request->format() != pqc::v1::KEY_FORMAT_RAW) {
-                 const AlgorithmDescriptor* d = LookupAlgorithm(rec->algorithm);
-                 if (d == nullptr) return absl::InternalError("held key of an unknown algorithm");
-                 if (absl::Status s = EncodeAnswerKeys(*d, request->format(),
-                                                       response->mutable_public_key(), nullptr, {});
-                     !s.ok()) {
-                   return s;
-                 }
-               }
-               return absl::OkStatus();
-             });
-}
-
-grpc::ServerUnaryReactor* KeysService::List(grpc::CallbackServerContext* context,
-                                            const pqc::v1::ListKeysRequest* request,
-                                            pqc::v1::ListKeysResponse* response) {
-  return Run(ctx_, context, "Keys.List", false,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope*) {
-               std::map<std::string, std::string> selector(request->label_selector().begin(),
-                                                           request->label_selector().end());
-               // The caller's own keys; admins may ask for one identity's or, with "*", all.
-               std::string owner;
-               if (request->owner() == "*") {
-                 if (!caller.admin) {
-                   return absl::PermissionDeniedError(
-                       "owner: only --admin identities list every identity's keys");
-                 }
-               } else {
-                 auto managed = ManagedOwner(caller, request->owner());
-                 if (!managed.ok()) return managed.status();
-                 owner = *std::move(managed);
-               }
-               if (request->page_size() > 1000) {
-                 return absl::InvalidArgumentError(
-                     StrCat("page_size: at most 1000, got ", request->page_size()));
-               }
-               auto page = ctx->keys->List(request->owner() == "*" ? nullptr : &owner, selector,
-                                           request->page_size(), request->page_token());
-               if (!page.ok()) return page.status();
-               for (const KeyRecord& rec : page->keys) {
-                 FillKeyInfo(rec, ctx->keys->Versions(rec.owner, rec.key_id), response->add_keys());
-               }
-               response->set_next_page_token(std::move(page->next_page_token));
-               return absl::OkStatus();
-             });
-}
-
-grpc::ServerUnaryReactor* KeysService::Delete(grpc::CallbackServerContext* context,
-                                              const pqc::v1::DeleteKeyRequest* request,
-                                              pqc::v1::DeleteKeyResponse* response) {
-  return Run(ctx_, context, "Keys.Delete", true,
-             [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-               if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-               std::string algorithm;
-               auto n = [&]() -> absl::StatusOr<uint32_t> {
-                 auto owner = ManagedOwner(caller, request->owner());
-                 if (!owner.ok()) return owner.status();
-                 // The key's algorithm labels the request metric and the audit line.
-                 if (auto rec = ctx->keys->Get(*owner, request->key_id(), 0); rec.ok()) {
-                   algorithm = AlgorithmLabel(rec->algorithm);
-                   scope->set_algorithm(algorithm);
-                 }
-                 return ctx->keys->Delete(*owner, request->key_id(), request->version());
-               }();
-               ctx->Audit(caller.identity, "delete", request->owner(), request->key_id(),
-                          request->version(), algorithm, n.status());
-               if (!n.ok()) return n.status();
-               response->set_deleted_versions(*n);
-               return absl::OkStatus();
-             });
-}
-
-grpc::ServerUnaryReactor* KeysService::Import(grpc::CallbackServerContext* context,
-                                              const pqc::v1::ImportKeyRequest* request,
-                                              pqc::v1::KeyInfo* response) {
-  return Run(
-      ctx_, context, "Keys.Import", true,
-      [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-        std::string key_id = request->key_id().empty() ? NewKeyId() : request->key_id();
-        auto result = [&]() -> absl::StatusOr<KeyRecord> {
-          const AlgorithmDescriptor* info = LookupAlgorithm(request->algorithm());
-          if (info == nullptr || info->family() == Family::kHash) {
-            return absl::InvalidArgumentError(
-                StrCat("algorithm: Import needs a KEM or signature algorithm, got ",
-                       AlgorithmLabel(request->algorithm())));
-          }
-          scope->set_algorithm(Name(*info));
-          if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
-          if (absl::Status s = ValidateLabels(request->labels()); !s.ok()) return s;
-          auto owner = ManagedOwner(caller, request->owner());
-          if (!owner.ok()) return owner.status();
-          // Raw, or PKCS#8 / SubjectPublicKeyInfo in DER or PEM (docs/encodings.md).
-          const std::string& given_sk = request->private_key();
-          SecretBytes decoded_sk;
-          auto sk = ResolvePrivateKey(
-              *info, Bytes(reinterpret_cast<const uint8_t*>(given_sk.data()), given_sk.size()),
-              "private_key", &decoded_sk);
-          if (!sk.ok()) return sk.status();
-          std::string given_pk;
-          if (!request->public_key().empty()) {
-            std::vector<uint8_t> decoded_pk;
-            const std::string& pk_field = request->public_key();
-            auto raw_pk = ResolvePublicKey(
-                *info, Bytes(reinterpret_cast<const uint8_t*>(pk_field.data()), pk_field.size()),
-                "public_key", &decoded_pk);
-            if (!raw_pk.ok()) return raw_pk.status();
-            given_pk.assign(raw_pk->begin(), raw_pk->end());
-          }
-          auto pk = PublicKeyOf(*info, *sk, given_pk);
-          if (!pk.ok()) return pk.status();
-          std::map<std::string, std::string> labels(request->labels().begin(),
-                                                    request->labels().end());
-          return ctx->keys->Create(*owner, key_id, request->algorithm(), std::move(*pk),
-                                   SecretBytes(sk->data(), sk->size()), std::move(labels));
-        }();
-        ctx->Audit(caller.identity, "import", request->owner(), key_id,
-                   result.ok() ? result->version : 0, AlgorithmLabel(request->algorithm()),
-                   result.status());
-        if (!result.ok()) return result.status();
-        FillKeyInfo(*result, ctx->keys->Versions(result->owner, key_id), response);
-        return absl::OkStatus();
-      },
-      request);
-}
-
-grpc::ServerUnaryReactor* KeysService::Rotate(grpc::CallbackServerContext* context,
-                                              const pqc::v1::RotateKeyRequest* request,
-                                              pqc::v1::KeyInfo* response) {
-  return Run(
-      ctx_, context, "Keys.Rotate", true,
-      [ctx = ctx_, request, response](const Caller& caller, RequestScope* scope) {
-        int algorithm = 0;
-        auto result = [&]() -> absl::StatusOr<KeyRecord> {
-          if (absl::Status s = ValidateKeyId(request->key_id(), "key_id"); !s.ok()) return s;
-          auto owner = ManagedOwner(caller, request->owner());
-          if (!owner.ok()) return owner.status();
-          auto cur = ctx->keys->Get(*owner, request->key_id(), 0);
-          if (!cur.ok()) return cur.status();
-          algorithm = cur->algorithm;
-          const AlgorithmDescriptor* info = LookupAlgorithm(cur->algorithm);
-          if (info == nullptr) return absl::InternalError("held key has an unknown algorithm");
-          scope->set_algorithm(Name(*info));
-          // No key generation for a key that cannot take another version (AddVersion checks
-          // again: a concurrent Rotate may take the room meanwhile).
-          if (absl::Status s = ctx->keys->CheckRoomForVersion(cur->owner, request->key_id());
-              !s.ok()) {
-            return s;
-          }
-          // A new key pair from fresh randomness, through the engine like every key generation;
-          // only its seed is stored.
-          const kernels::AlgorithmFacts& f = *info->facts;
-          std::vector<uint8_t> pk(f.public_key_bytes);
-          SecretBytes expanded(f.private_key_bytes);
-          SecretBytes seed(f.seed_bytes);
-          engine::Job job;
-          SetKeyGenJob(*info, {}, MutBytes(pk), MutBytes(expanded.data(), expanded.size()),
-                       MutBytes(seed.data(), seed.size()), &job);
-          if (absl::Status s = RunJobAndWait(*ctx->engine, job); !s.ok()) return s;
-          return ctx->keys->AddVersion(cur->owner, request->key_id(), std::move(pk),
-                                       std::move(seed));
-        }();
-        ctx->Audit(caller.identity, "rotate", request->owner(), request->key_id(),
-                   result.ok() ? result->version : 0, AlgorithmLabel(algorithm), result.status());
-        if (!result.ok()) return result.status();
-        FillKeyInfo(*result, ctx->keys->Versions(result->owner, request->key_id()), response);
-        return absl::OkStatus();
-      });
+void KeysService::StartCoreServing(CoreQueues* queues) {
+  for (int q = 0; q < queues->size(); ++q) {
+    GetPublicKeyCall::Post(ctx_, this, queues, q, &kGetPublicKey);
+    ListCall::Post(ctx_, this, queues, q, &kList);
+    DeleteCall::Post(ctx_, this, queues, q, &kDelete);
+    ImportCall::Post(ctx_, this, queues, q, &kImport);
+    RotateCall::Post(ctx_, this, queues, q, &kRotate);
+  }
 }
 
 }  // namespace pqcd::server

@@ -506,6 +506,7 @@ int DaemonMain(int argc, char** argv) {
     return 1;
   }
   crypto.StartCoreServing(&core_queues);
+  keys.StartCoreServing(&core_queues);
   (*engine)->AttachIo(&core_queues);
   // The order every stop keeps: no new calls (the server shuts down once the calls in progress
   // are answered or cancelled, which the workers still serve), then the core queues end, then

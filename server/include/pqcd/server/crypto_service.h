@@ -1,9 +1,9 @@
-// pqc.v1.Crypto. The unary methods and Batch are served thread-per-core on the async API: every
-// engine worker polls a completion queue of its own (core_queues.h), so a call is read,
-// validated, computed and finished on the worker that received it (crypto_async.cc). Stream and
-// HashStream are still on the callback API: their handlers validate, resolve held keys and submit
-// jobs to the engine, whose completion answers (HashStream's incremental updates run on the
-// auxiliary task runner).
+// pqc.v1.Crypto, served thread-per-core on gRPC's async API: every engine worker polls a
+// completion queue of its own (core_queues.h), so a call is read, validated, computed and finished
+// on the worker that received it. The unary methods and Batch are in crypto_async.cc; Stream and
+// HashStream (crypto_service.cc) are reactors on the same queues (core_reactor.h): their handlers
+// validate, resolve held keys and submit jobs to the engine, whose completion answers
+// (HashStream's incremental updates run on the auxiliary task runner).
 #pragma once
 
 #include <memory>
@@ -21,7 +21,7 @@ using C = pqc::v1::Crypto;
 using CryptoServiceBase = C::WithAsyncMethod_KeyGen<
     C::WithAsyncMethod_Encaps<C::WithAsyncMethod_Decaps<C::WithAsyncMethod_Sign<
         C::WithAsyncMethod_Verify<C::WithAsyncMethod_Hash<C::WithAsyncMethod_Batch<
-            C::WithCallbackMethod_HashStream<C::WithCallbackMethod_Stream<C::Service>>>>>>>>>;
+            C::WithAsyncMethod_HashStream<C::WithAsyncMethod_Stream<C::Service>>>>>>>>>;
 }  // namespace internal
 
 class CryptoService final : public internal::CryptoServiceBase {
@@ -33,12 +33,10 @@ class CryptoService final : public internal::CryptoServiceBase {
   // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues).
   void StartCoreServing(CoreQueues* queues);
 
-  grpc::ServerReadReactor<pqc::v1::HashStreamRequest>* HashStream(
-      grpc::CallbackServerContext* context, pqc::v1::HashResponse* response) override;
-  grpc::ServerBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse>* Stream(
-      grpc::CallbackServerContext* context) override;
-
  private:
+  // Posts the first Stream and HashStream of every core queue (crypto_service.cc).
+  void StartStreams(CoreQueues* queues);
+
   ServiceContext* ctx_;
   // Ends HashStreams that idle or last too long (--hash-stream-idle, --hash-stream-max-duration).
   std::unique_ptr<HashStreamWatch> hash_watch_;

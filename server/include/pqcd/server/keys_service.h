@@ -1,5 +1,6 @@
-// pqc.v1.Keys: manage held keys. Reads (GetPublicKey, List) answer on the gRPC thread (in-memory
-// lookups); changes (Import, Rotate, Delete) run on the auxiliary task runner, because they fsync
+// pqc.v1.Keys: manage held keys, served on the core queues like every service (core_reactor.h).
+// Reads (GetPublicKey, List) answer on the worker that received the call (in-memory lookups);
+// changes (Import, Rotate, Delete) run on the key-management thread, because they fsync
 // the store and Import/Rotate run kernels (key derivation, pairwise check). Every change writes
 // one audit line.
 #pragma once
@@ -9,25 +10,16 @@
 
 namespace pqcd::server {
 
-class KeysService final : public pqc::v1::Keys::CallbackService {
+class CoreQueues;
+using KeysServiceBase = pqc::v1::Keys::AsyncService;
+
+class KeysService final : public KeysServiceBase {
  public:
   explicit KeysService(ServiceContext* ctx) : ctx_(ctx) {}
 
-  grpc::ServerUnaryReactor* GetPublicKey(grpc::CallbackServerContext* context,
-                                         const pqc::v1::GetPublicKeyRequest* request,
-                                         pqc::v1::KeyInfo* response) override;
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
-                                 const pqc::v1::ListKeysRequest* request,
-                                 pqc::v1::ListKeysResponse* response) override;
-  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
-                                   const pqc::v1::DeleteKeyRequest* request,
-                                   pqc::v1::DeleteKeyResponse* response) override;
-  grpc::ServerUnaryReactor* Import(grpc::CallbackServerContext* context,
-                                   const pqc::v1::ImportKeyRequest* request,
-                                   pqc::v1::KeyInfo* response) override;
-  grpc::ServerUnaryReactor* Rotate(grpc::CallbackServerContext* context,
-                                   const pqc::v1::RotateKeyRequest* request,
-                                   pqc::v1::KeyInfo* response) override;
+  // Posts the first request of every method on every core queue (after
+  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo).
+  void StartCoreServing(CoreQueues* queues);
 
  private:
   ServiceContext* ctx_;
