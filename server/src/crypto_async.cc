@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "bounds.h"
 #include "core_queues.h"
+#include "core_reactor.h"
 #include "ops.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/server/algorithms.h"
@@ -34,47 +35,23 @@ struct Serving {
   CoreQueues* queues;
 };
 
-// What every call has: its context, the request/response pair, the done and Finish tags, the
-// in-flight record, the memory charge, the unread-answer watch and the wipe of secret-carrying
-// messages. Derived classes post the request (Post), handle its arrival (Arrived) and call
-// FinishWith once.
-class AsyncCall : public CqTag {
- public:
-  // The request tag: the call arrived (ok) or the server is shutting down (not ok).
-  void Proceed(bool ok) override {
-    if (!ok) {  // never started: no other tag of it will come back
-      delete this;
-      return;
-    }
-    serving_.queues->CallStarted(queue_);
-    // The next call of this method on this queue.
-    if (!serving_.queues->stopping()) Renew();
-    scope_.emplace(serving_.ctx, rpc_);
-    Arrived();
-  }
-
+// What every call has besides its messages (CoreUnaryReactor): the in-flight record, the memory
+// charge, the unread-answer watch and the wipe of secret-carrying messages. Derived classes post
+// the request (Post), handle its arrival (Arrived) and call FinishWith once.
+template <class Req, class Resp>
+class AsyncCall : public CoreUnaryReactor<Req, Resp> {
  protected:
+  using Base = CoreUnaryReactor<Req, Resp>;
   AsyncCall(const Serving& serving, int queue, const char* rpc, bool secrets)
-      : serving_(serving), queue_(queue), rpc_(rpc), secrets_(secrets) {
-    context_.AsyncNotifyWhenDone(static_cast<CqTag*>(&done_tag_));
-  }
-  virtual ~AsyncCall() = default;
+      : Base(serving.queues, queue), serving_(serving), rpc_(rpc), secrets_(secrets) {}
 
-  // Posts a new call object for the same method on the same queue.
-  virtual void Renew() = 0;
   // The call arrived (on the queue's worker): validate, submit, or finish.
   virtual void Arrived() = 0;
-  // Starts the Finish (any thread, once).
-  virtual void StartFinish(const grpc::Status& status, CqTag* tag) = 0;
-  // The messages to wipe when the call is over (secrets only).
-  virtual google::protobuf::Message* request_message() = 0;
-  virtual google::protobuf::Message* response_message() = 0;
-  // Called with the done notification when the call was cancelled or expired: drop queued jobs.
+  // Called when the call was cancelled or expired: drop queued jobs.
   virtual void CancelJobs() = 0;
 
   ServiceContext* ctx() const { return serving_.ctx; }
   RequestScope& scope() { return *scope_; }
-  grpc::ServerCompletionQueue* cq() const { return serving_.queues->cq(queue_); }
 
   // Charges `bytes` for the caller to the memory account, held until the call is over; false
   // (and the call finished RESOURCE_EXHAUSTED) when the account refuses.
@@ -92,56 +69,34 @@ class AsyncCall : public CqTag {
   // (--unread-answer-timeout).
   void FinishWith(const grpc::Status& status) {
     finish_code_ = status.error_code();
-    if (ctx()->unread != nullptr) ctx()->unread->Watch(&unread_, &context_);
-    StartFinish(status, &finish_tag_);
+    if (ctx()->unread != nullptr) ctx()->unread->Watch(&unread_, &this->context_);
+    this->Finish(status);
   }
 
   const Serving serving_;
-  const int queue_;
-  grpc::ServerContext context_;
 
  private:
-  struct DoneTag final : CqTag {
-    AsyncCall* call;
-    explicit DoneTag(AsyncCall* c) : call(c) {}
-    void Proceed(bool) override { call->OnDone(); }
-  };
-  struct FinishTag final : CqTag {
-    AsyncCall* call;
-    explicit FinishTag(AsyncCall* c) : call(c) {}
-    void Proceed(bool) override { call->OnFinished(); }
-  };
-
-  void OnDone() {
-    if (context_.IsCancelled()) {
-      cancel_code_ = CancelCode(context_);
-      CancelJobs();
-    }
-    Release();
+  void OnStart() final {
+    scope_.emplace(serving_.ctx, rpc_);
+    Arrived();
   }
-  void OnFinished() {
+  void OnCancel() final {
+    cancel_code_ = CancelCode(this->context_);
+    CancelJobs();
+  }
+  // Nothing refers to the call any more.
+  void OnDone() final {
     if (ctx()->unread != nullptr) ctx()->unread->Unwatch(&unread_);
-    Release();
-  }
-  // Both the done and the Finish tags came back: nothing refers to the call any more.
-  void Release() {
-    if (++tags_back_ < 2) return;
     scope_->Done(cancel_code_ != grpc::StatusCode::OK ? cancel_code_ : finish_code_);
     if (secrets_) {
-      WipeMessage(*request_message());
-      WipeMessage(*response_message());
+      WipeMessage(this->request_);
+      WipeMessage(this->response_);
     }
-    CoreQueues* queues = serving_.queues;
-    const int queue = queue_;
     delete this;
-    queues->CallEnded(queue);
   }
 
   const char* rpc_;
   const bool secrets_;
-  int tags_back_ = 0;  // done and Finish (the queue's worker only)
-  DoneTag done_tag_{this};
-  FinishTag finish_tag_{this};
   std::optional<RequestScope> scope_;
   MemoryCharge charge_;
   UnreadAnswers::Entry unread_;
@@ -166,7 +121,11 @@ struct UnaryMethod {
 };
 
 template <class Req, class Resp>
-class UnaryCall final : public AsyncCall {
+class UnaryCall final : public AsyncCall<Req, Resp> {
+  using Base = AsyncCall<Req, Resp>;
+  using Base::context_, Base::request_, Base::response_, Base::responder_, Base::serving_;
+  using Base::ctx, Base::cq, Base::queue, Base::scope, Base::Charge, Base::FinishWith;
+
  public:
   using Method = UnaryMethod<Req, Resp>;
   static void Post(const Serving& serving, int queue, const Method* method) {
@@ -177,11 +136,9 @@ class UnaryCall final : public AsyncCall {
 
  private:
   UnaryCall(const Serving& serving, int queue, const Method* method)
-      : AsyncCall(serving, queue, method->rpc, method->secrets),
-        method_(method),
-        responder_(&context_) {}
+      : Base(serving, queue, method->rpc, method->secrets), method_(method) {}
 
-  void Renew() override { Post(serving_, queue_, method_); }
+  void Renew() override { Post(serving_, queue(), method_); }
 
   void Arrived() override {
     scope().set_algorithm(AlgorithmLabel(request_.algorithm()));
@@ -205,27 +162,15 @@ class UnaryCall final : public AsyncCall {
     ctx()->engine->SubmitBurst(std::span<engine::Job* const>(&job, 1));
   }
 
-  void StartFinish(const grpc::Status& status, CqTag* tag) override {
-    if (status.ok()) {
-      responder_.Finish(response_, status, tag);
-    } else {
-      responder_.FinishWithError(status, tag);
-    }
-  }
-  google::protobuf::Message* request_message() override { return &request_; }
-  google::protobuf::Message* response_message() override { return &response_; }
   void CancelJobs() override { op_.job.Cancel(); }
 
   const Method* method_;
-  Req request_;
-  Resp response_;
-  grpc::ServerAsyncResponseWriter<Resp> responder_;
   OpState op_;
 };
 
 // ---- Batch -------------------------------------------------------------------------------------
 
-class BatchCall final : public AsyncCall {
+class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchResponse> {
  public:
   static void Post(const Serving& serving, int queue) {
     auto* call = new BatchCall(serving, queue);
@@ -235,9 +180,9 @@ class BatchCall final : public AsyncCall {
 
  private:
   BatchCall(const Serving& serving, int queue)
-      : AsyncCall(serving, queue, "Batch", /*secrets=*/true), responder_(&context_) {}
+      : AsyncCall(serving, queue, "Batch", /*secrets=*/true) {}
 
-  void Renew() override { Post(serving_, queue_); }
+  void Renew() override { Post(serving_, queue()); }
 
   void Arrived() override {
     scope().set_algorithm("mixed");
@@ -326,23 +271,11 @@ class BatchCall final : public AsyncCall {
                        : grpc::Status::OK);
   }
 
-  void StartFinish(const grpc::Status& status, CqTag* tag) override {
-    if (status.ok()) {
-      responder_.Finish(response_, status, tag);
-    } else {
-      responder_.FinishWithError(status, tag);
-    }
-  }
-  google::protobuf::Message* request_message() override { return &request_; }
-  google::protobuf::Message* response_message() override { return &response_; }
   void CancelJobs() override {
     if (ops_ == nullptr) return;
     for (int i = 0; i < request_.operations_size(); ++i) ops_[static_cast<size_t>(i)].job.Cancel();
   }
 
-  pqc::v1::BatchRequest request_;
-  pqc::v1::BatchResponse response_;
-  grpc::ServerAsyncResponseWriter<pqc::v1::BatchResponse> responder_;
   std::unique_ptr<OpState[]> ops_;
   std::atomic<int> remaining_{1};
   std::atomic<int> queue_full_{0};
