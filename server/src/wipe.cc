@@ -52,11 +52,4 @@ void WipeMessage(Message& message) {
   WipeString(scratch);  // holds a copy if a field was not stored as a std::string
 }
 
-void WipingUnaryReactor::OnDone() {
-  // The request is const to the handler, but gRPC allocated it as a mutable message.
-  if (request_ != nullptr) WipeMessage(const_cast<Message&>(*request_));
-  if (response_ != nullptr) WipeMessage(*response_);
-  delete this;
-}
-
 }  // namespace pqcd::server
