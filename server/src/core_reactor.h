@@ -49,6 +49,7 @@ class CoreCall : public CqTag {
   virtual void OnCancel() {}
   virtual void OnReadDone(bool /*ok*/) {}
   virtual void OnWriteDone(bool /*ok*/) {}
+  virtual void OnAlarm(bool /*ok*/) {}
   // Every tag of the call is back: nothing of gRPC refers to it any more.
   virtual void OnDone() = 0;
 
@@ -62,11 +63,13 @@ class CoreCall : public CqTag {
   CqTag* read_tag() { return &read_tag_; }
   CqTag* write_tag() { return &write_tag_; }
   CqTag* finish_tag() { return &finish_tag_; }
+  // For a grpc::Alarm of the derived class set on cq() (OpBegin first): OnAlarm runs on the worker.
+  CqTag* alarm_tag() { return &alarm_tag_; }
 
   grpc::ServerContext context_;
 
  private:
-  enum class Kind { kRead, kWrite, kFinish, kDone };
+  enum class Kind { kRead, kWrite, kFinish, kDone, kAlarm };
   struct Tag final : CqTag {
     CoreCall* call;
     Kind kind;
@@ -81,6 +84,9 @@ class CoreCall : public CqTag {
         break;
       case Kind::kWrite:
         OnWriteDone(ok);
+        break;
+      case Kind::kAlarm:
+        OnAlarm(ok);
         break;
       case Kind::kFinish:
         break;
@@ -106,6 +112,7 @@ class CoreCall : public CqTag {
   Tag read_tag_{this, Kind::kRead};
   Tag write_tag_{this, Kind::kWrite};
   Tag finish_tag_{this, Kind::kFinish};
+  Tag alarm_tag_{this, Kind::kAlarm};
 };
 
 // A bidirectional stream (ServerBidiReactor's shape).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "bounds.h"
 #include "core_reactor.h"
+#include "grpcpp/alarm.h"
 #include "ops.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/kernels/hash.h"
@@ -339,18 +340,15 @@ CryptoService::~CryptoService() = default;
 // One reactor per Stream call. A received message (single form: one operation; packed form: up to
 // --max-batch-items) becomes one Chunk: the message itself, which owns the operations' input bytes,
 // and one Slot per operation with its engine job and its result. All of a message's jobs are
-// submitted from the read callback, so the engine sees them as one burst. An answer is written by
-// whichever thread holds the write token (the one that completed an item while no write was
-// outstanding, or the write callback): it borrows the done results into the reusable out_ message
-// without copying them, and one packed answer carries every packed item that is done. An item is
+// submitted from the read reaction, so the engine sees them as one burst. An answer is written by
+// whoever holds the write token: the write reaction, or an alarm on the Stream's core queue that
+// the first completion while no write was outstanding sets, and that fires after the worker's
+// burst. It borrows the done results into the reusable out_ message without copying them, and one
+// packed answer carries every packed item that is done. An item is
 // in flight from its read until its answer was written, so a client that does not read stops the
 // daemon reading from it after --max-stream-inflight items.
 
 namespace {
-
-class StreamReactor;
-// The Stream whose read callback is submitting a burst on this thread (see OnReadDone).
-thread_local const StreamReactor* tls_collecting = nullptr;
 
 class StreamReactor final
     : public CoreBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
@@ -499,14 +497,9 @@ class StreamReactor final
         slot.op.Arm(deadline);
         jobs_.push_back(&slot.op.job);
       }
-      // Answers of jobs the engine runs on this very thread are collected, not written one by
-      // one: the burst's answers leave together in one packed message below.
-      tls_collecting = this;
       ctx_->engine->SubmitBurst(jobs_);
-      tls_collecting = nullptr;
     }
     if (!failed.empty()) SlotsDone(failed.data(), failed.size());
-    KickWrite();
     // Read on, or pause until answers are written. Decided only now: a pause set earlier could be
     // lifted by a completion on another thread, whose StartRead would run a second OnReadDone
     // beside this one.
@@ -597,8 +590,23 @@ class StreamReactor final
       return;
     }
     ready_.insert(ready_.end(), slots, slots + n);
-    if (writing_ || tls_collecting == this) return;
+    if (writing_) return;
+    // The write token goes to an alarm on the Stream's core queue, which fires when the worker
+    // polls it next: after the burst that completed these items, so that the burst's answers
+    // leave together in one packed message, written from the worker that serves the Stream.
     writing_ = true;
+    OpBegin();
+    write_alarm_.Set(cq(), gpr_inf_past(GPR_CLOCK_MONOTONIC), alarm_tag());
+  }
+
+  // The write alarm fired: this thread holds the write token.
+  void OnAlarm(bool /*ok*/) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_ || ready_.empty()) {
+      writing_ = false;
+      MaybeFinishLocked(lock);
+      return;
+    }
     BuildWriteLocked();
     lock.unlock();
     Write();
@@ -609,16 +617,6 @@ class StreamReactor final
   void Write() {
     if (ctx_->unread != nullptr) ctx_->unread->Watch(&unread_, &context_);
     StartWrite(&out_);
-  }
-
-  // Starts a write of whatever is ready if no write is outstanding.
-  void KickWrite() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (writing_ || broken_ || ready_.empty()) return;
-    writing_ = true;
-    BuildWriteLocked();
-    lock.unlock();
-    Write();
   }
 
   // Moves the next answer from ready_ into out_ (the caller holds the write token): a single-form
@@ -772,6 +770,7 @@ class StreamReactor final
   size_t held_bytes_ = 0;        // Chunk::bytes of the chunks not yet freed
   bool slot_ = false;            // holds one of ctx_->streams
   UnreadAnswers::Entry unread_;  // the write in progress (write token)
+  grpc::Alarm write_alarm_;      // set while it holds the write token
 };
 
 }  // namespace
