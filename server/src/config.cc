@@ -295,9 +295,9 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       ->check(CLI::Range(1u, 1u << 20));
   add("port-file", c.port_file, "write the selected TCP port to this file once listening");
   add("inline-crypto", c.inline_crypto,
-      "run a Stream or HashStream message's crypto on the gRPC thread that received it while "
-      "a worker is idle, and a burst too large for a worker's own queue at once (saves a thread "
-      "hand-off; unary calls and Batch are served by the workers themselves)");
+      "run a burst too large for a worker's own queue at once on that worker, and the jobs of "
+      "the key-management thread on that thread while a worker is idle (saves a thread "
+      "hand-off; every call is served by the workers themselves)");
   add("malloc-retain-mb", c.malloc_retain_mb,
       "MiB of freed heap kept mapped for reuse (0: glibc's defaults)")
       ->check(CLI::Range(0u, 4096u));

@@ -361,8 +361,9 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     out.push_back(std::move(jobs));
 
     MetricFamily inl{"pqcd_jobs_inline_total",
-                     "Engine jobs run at once on the thread that received them while a worker "
-                     "was idle (--inline-crypto); also counted in pqcd_jobs_total",
+                     "Engine jobs run at once on the thread that submitted them (--inline-crypto: "
+                     "a worker whose own queue cannot hold a burst, or the key-management thread "
+                     "while a worker was idle); also counted in pqcd_jobs_total",
                      MetricType::Counter,
                      {}};
     {
