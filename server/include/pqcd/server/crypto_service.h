@@ -1,8 +1,8 @@
 // pqc.v1.Crypto, served thread-per-core on gRPC's async API: every engine worker polls a
 // completion queue of its own (core_queues.h), so a call is read, validated, computed and finished
-// on the worker that received it. The unary methods and Batch are in crypto_async.cc; Stream and
-// HashStream (crypto_service.cc) are reactors on the same queues (core_reactor.h): their handlers
-// validate, resolve held keys and submit jobs to the engine, whose completion answers
+// on the worker that received it (server/src/crypto_calls.h: unary methods and Batch,
+// Stream and HashStream, each in a file of its own, all reactors on the same queues): their
+// handlers validate, resolve held keys and submit jobs to the engine, whose completion answers
 // (HashStream's incremental updates run on the auxiliary task runner).
 #pragma once
 
@@ -34,9 +34,6 @@ class CryptoService final : public internal::CryptoServiceBase {
   void StartCoreServing(CoreQueues* queues);
 
  private:
-  // Posts the first Stream and HashStream of every core queue (crypto_service.cc).
-  void StartStreams(CoreQueues* queues);
-
   ServiceContext* ctx_;
   // Ends HashStreams that idle or last too long (--hash-stream-idle, --hash-stream-max-duration).
   std::unique_ptr<HashStreamWatch> hash_watch_;

@@ -1,4 +1,4 @@
-// Crypto's unary methods and Batch, thread-per-core (crypto_service.h, core_queues.h).
+// Crypto's unary methods and Batch on the core queues (crypto_calls.h).
 //
 // Each call is an object whose tags all come back on the core queue it arrived on: the request
 // (matched), the done notification (the call ended, or was cancelled) and the Finish. Its handler
@@ -16,6 +16,7 @@
 #include "bounds.h"
 #include "core_queues.h"
 #include "core_reactor.h"
+#include "crypto_calls.h"
 #include "ops.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/server/algorithms.h"
@@ -27,14 +28,6 @@ namespace {
 
 using Service = internal::CryptoServiceBase;
 
-// Where a call is served: the daemon's state, the service whose Request* methods post requests,
-// and the core queues.
-struct Serving {
-  ServiceContext* ctx;
-  Service* service;
-  CoreQueues* queues;
-};
-
 // What every call has besides its messages (CoreUnaryReactor): the in-flight record, the memory
 // charge, the unread-answer watch and the wipe of secret-carrying messages. Derived classes post
 // the request (Post), handle its arrival (Arrived) and call FinishWith once.
@@ -42,7 +35,7 @@ template <class Req, class Resp>
 class AsyncCall : public CoreUnaryReactor<Req, Resp> {
  protected:
   using Base = CoreUnaryReactor<Req, Resp>;
-  AsyncCall(const Serving& serving, int queue, const char* rpc, bool secrets)
+  AsyncCall(const CryptoServing& serving, int queue, const char* rpc, bool secrets)
       : Base(serving.queues, queue), serving_(serving), rpc_(rpc), secrets_(secrets) {}
 
   // The call arrived (on the queue's worker): validate, submit, or finish.
@@ -73,7 +66,7 @@ class AsyncCall : public CoreUnaryReactor<Req, Resp> {
     this->Finish(status);
   }
 
-  const Serving serving_;
+  const CryptoServing serving_;
 
  private:
   void OnStart() final {
@@ -128,14 +121,14 @@ class UnaryCall final : public AsyncCall<Req, Resp> {
 
  public:
   using Method = UnaryMethod<Req, Resp>;
-  static void Post(const Serving& serving, int queue, const Method* method) {
+  static void Post(const CryptoServing& serving, int queue, const Method* method) {
     auto* call = new UnaryCall(serving, queue, method);
     (serving.service->*method->request)(&call->context_, &call->request_, &call->responder_,
                                         call->cq(), call->cq(), static_cast<CqTag*>(call));
   }
 
  private:
-  UnaryCall(const Serving& serving, int queue, const Method* method)
+  UnaryCall(const CryptoServing& serving, int queue, const Method* method)
       : Base(serving, queue, method->rpc, method->secrets), method_(method) {}
 
   void Renew() override { Post(serving_, queue(), method_); }
@@ -172,14 +165,14 @@ class UnaryCall final : public AsyncCall<Req, Resp> {
 
 class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchResponse> {
  public:
-  static void Post(const Serving& serving, int queue) {
+  static void Post(const CryptoServing& serving, int queue) {
     auto* call = new BatchCall(serving, queue);
     serving.service->RequestBatch(&call->context_, &call->request_, &call->responder_, call->cq(),
                                   call->cq(), static_cast<CqTag*>(call));
   }
 
  private:
-  BatchCall(const Serving& serving, int queue)
+  BatchCall(const CryptoServing& serving, int queue)
       : AsyncCall(serving, queue, "Batch", /*secrets=*/true) {}
 
   void Renew() override { Post(serving_, queue()); }
@@ -299,19 +292,15 @@ const UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::Req
 
 }  // namespace
 
-void CryptoService::StartCoreServing(CoreQueues* queues) {
+void PostUnaryCalls(const CryptoServing& serving, int q) {
   namespace v1 = pqc::v1;
-  const Serving serving{ctx_, this, queues};
-  for (int q = 0; q < queues->size(); ++q) {
-    UnaryCall<v1::KeyGenRequest, v1::KeyGenResponse>::Post(serving, q, &kKeyGen);
-    UnaryCall<v1::EncapsRequest, v1::EncapsResponse>::Post(serving, q, &kEncaps);
-    UnaryCall<v1::DecapsRequest, v1::DecapsResponse>::Post(serving, q, &kDecaps);
-    UnaryCall<v1::SignRequest, v1::SignResponse>::Post(serving, q, &kSign);
-    UnaryCall<v1::VerifyRequest, v1::VerifyResponse>::Post(serving, q, &kVerify);
-    UnaryCall<v1::HashRequest, v1::HashResponse>::Post(serving, q, &kHash);
-    BatchCall::Post(serving, q);
-  }
-  StartStreams(queues);
+  UnaryCall<v1::KeyGenRequest, v1::KeyGenResponse>::Post(serving, q, &kKeyGen);
+  UnaryCall<v1::EncapsRequest, v1::EncapsResponse>::Post(serving, q, &kEncaps);
+  UnaryCall<v1::DecapsRequest, v1::DecapsResponse>::Post(serving, q, &kDecaps);
+  UnaryCall<v1::SignRequest, v1::SignResponse>::Post(serving, q, &kSign);
+  UnaryCall<v1::VerifyRequest, v1::VerifyResponse>::Post(serving, q, &kVerify);
+  UnaryCall<v1::HashRequest, v1::HashResponse>::Post(serving, q, &kHash);
+  BatchCall::Post(serving, q);
 }
 
 }  // namespace pqcd::server
