@@ -21,10 +21,9 @@
 #include "audit.h"
 #include "bounds.h"
 #include "core_queues.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
+#include "health_async.h"
 #include "keystore/key_store.h"
 #include "keystore/pg_conn.h"
 #include "pqcd/engine/engine.h"
@@ -39,6 +38,7 @@
 #include "pqcd/server/metrics.h"
 #include "pqcd/server/selftest.h"
 #include "pqcd/server/service_context.h"
+#include "reflection_async.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -177,7 +177,7 @@ class KeysHealth {
     std::lock_guard lock(mu_);
     if (health_ != nullptr && !draining_) health_->SetServingStatus("pqc.v1.Keys", serving);
   }
-  void Attach(grpc::HealthCheckServiceInterface* health, bool serving) {
+  void Attach(HealthService* health, bool serving) {
     std::lock_guard lock(mu_);
     health_ = health;
     health_->SetServingStatus("pqc.v1.Keys", serving);
@@ -190,7 +190,7 @@ class KeysHealth {
 
  private:
   std::mutex mu_;
-  grpc::HealthCheckServiceInterface* health_ = nullptr;
+  HealthService* health_ = nullptr;
   bool draining_ = false;
 };
 
@@ -266,6 +266,11 @@ int DaemonMain(int argc, char** argv) {
   ks_options.reconcile_interval_ms =
       static_cast<int64_t>(config.key_store_reconcile_interval_s * 1000.0);
   ks_options.max_staleness_ms = static_cast<int64_t>(config.key_store_max_staleness_s * 1000.0);
+  // grpc.health.v1, ours, served on the core queues like Crypto's unary methods: gRPC's default
+  // health service (callback API) would make gRPC run poller threads of its own that take the
+  // sockets' events before the workers do. Declared before the key store, whose thread reports to
+  // it until the store is closed.
+  HealthService health;
   // The health status of pqc.v1.Keys follows whether held keys are served (a PostgreSQL store
   // past its staleness limit is not); the key store reports changes from its own thread.
   auto keys_health = std::make_shared<KeysHealth>();
@@ -453,9 +458,20 @@ int DaemonMain(int argc, char** argv) {
   });
   CryptoService crypto(&ctx);
   KeysService keys(&ctx);
+  // Reflection is ours, served on the core queues like Crypto's unary methods (health: above):
+  // gRPC's reflection plugin (sync API) would make gRPC run poller threads of its own that take
+  // the sockets' events before the workers do.
+  const std::vector<std::string> service_names = {
+      pqc::v1::Crypto::service_full_name(),
+      pqc::v1::Keys::service_full_name(),
+      grpc::health::v1::Health::service_full_name(),
+      grpc::reflection::v1alpha::ServerReflection::service_full_name(),
+      grpc::reflection::v1::ServerReflection::service_full_name(),
+  };
+  ReflectionV1Alpha reflection_v1alpha(service_names);
+  ReflectionV1 reflection_v1(service_names);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
@@ -472,6 +488,9 @@ int DaemonMain(int argc, char** argv) {
                              static_cast<int>(config.handshake_timeout_s * 1000));
   builder.RegisterService(&crypto);
   builder.RegisterService(&keys);
+  builder.RegisterService(&health);
+  builder.RegisterService(&reflection_v1alpha);
+  builder.RegisterService(&reflection_v1);
   // Thread-per-core: one completion queue per engine worker, polled by that worker.
   CoreQueues core_queues(builder, static_cast<int>((*engine)->workers().size()));
 
@@ -507,12 +526,16 @@ int DaemonMain(int argc, char** argv) {
   }
   crypto.StartCoreServing(&core_queues);
   keys.StartCoreServing(&core_queues);
+  health.Start(&core_queues);
+  reflection_v1alpha.Start(&core_queues);
+  reflection_v1.Start(&core_queues);
   (*engine)->AttachIo(&core_queues);
-  // The order every stop keeps: no new calls (the server shuts down once the calls in progress
-  // are answered or cancelled, which the workers still serve), then the core queues end, then
-  // the engine.
+  // The order every stop keeps: health Watches end (once they have sent NOT_SERVING), no new
+  // calls (the server shuts down once the calls in progress are answered or cancelled, which the
+  // workers still serve), then the core queues end, then the engine.
   const auto stop_serving = [&](engine::ShutdownMode mode,
                                 std::chrono::system_clock::time_point deadline) {
+    health.Shutdown();
     server->Shutdown(deadline);
     core_queues.Stop();
     (*engine)->Shutdown(mode);
@@ -539,10 +562,9 @@ int DaemonMain(int argc, char** argv) {
     }
   }
 
-  auto* health = server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus("pqc.v1.Crypto", true);
-  keys_health->Attach(health, (*store)->health().serving);
+  health.SetServingStatus("", true);
+  health.SetServingStatus(pqc::v1::Crypto::service_full_name(), true);
+  keys_health->Attach(&health, (*store)->health().serving);
   if (!config.port_file.empty()) {
     if (auto s =
             WriteFileAtomically(config.port_file, absl::StrCat(tcp_port, "\n", metrics_port, "\n"));
@@ -580,9 +602,9 @@ int DaemonMain(int argc, char** argv) {
   log->info("received {}: draining (grace period {} s)", strsignal(sig), config.grace_period_s);
   ctx.draining.store(true);
   metrics.SetDraining(true);
-  health->SetServingStatus(false);
-  health->SetServingStatus("pqc.v1.Crypto", false);
+  // Every status NOT_SERVING (Watches are sent it), pqc.v1.Keys for good.
   keys_health->Drain();
+  health.SetAllServing(false);
 
   const auto grace_end = std::chrono::steady_clock::now() +
                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -1,0 +1,221 @@
+// grpc.reflection ServerReflection, v1 and v1alpha, on the core queues (reflection_async.h).
+//
+// A call's tags all come back on the queue it arrived on and run on that queue's worker: the
+// request (the call arrived), then one Read or one Write at a time, then the Finish. The call is
+// counted live on its queue (CoreQueues::CallStarted) until the Finish tag is back. A client that
+// cancels makes the Read or Write in flight fail, which ends the call the same way.
+#include "reflection_async.h"
+
+#include <set>
+#include <utility>
+
+#include "core_queues.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
+
+namespace pqcd::server {
+namespace {
+
+using google::protobuf::DescriptorPool;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::FileDescriptor;
+
+// `file` first, then every file it imports, directly or not, each once.
+std::vector<const FileDescriptor*> WithDependencies(const FileDescriptor* file) {
+  std::vector<const FileDescriptor*> files{file};
+  std::set<const FileDescriptor*> seen{file};
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (int d = 0; d < files[i]->dependency_count(); ++d) {
+      const FileDescriptor* dep = files[i]->dependency(d);
+      if (seen.insert(dep).second) files.push_back(dep);
+    }
+  }
+  return files;
+}
+
+template <class Response>
+void SetError(Response* response, grpc::StatusCode code, const std::string& message) {
+  auto* error = response->mutable_error_response();
+  error->set_error_code(static_cast<int32_t>(code));
+  error->set_error_message(message);
+}
+
+template <class Response>
+void SetFile(Response* response, const FileDescriptor* file) {
+  auto* files = response->mutable_file_descriptor_response();
+  for (const FileDescriptor* f : WithDependencies(file)) {
+    google::protobuf::FileDescriptorProto proto;
+    f->CopyTo(&proto);
+    proto.SerializeToString(files->add_file_descriptor_proto());
+  }
+}
+
+}  // namespace
+
+// ---- One ServerReflectionInfo stream -----------------------------------------------------------
+
+template <class Version>
+class ReflectionService<Version>::Call final : public CqTag {
+ public:
+  static void Post(ReflectionService* service, int queue) {
+    auto* call = new Call(service, queue);
+    grpc::ServerCompletionQueue* cq = service->queues_->cq(queue);
+    service->RequestServerReflectionInfo(&call->context_, &call->stream_, cq, cq,
+                                         static_cast<CqTag*>(call));
+  }
+
+  // Every tag of the call: what came back depends on the step it was waiting for.
+  void Proceed(bool ok) override {
+    switch (step_) {
+      case Step::kRequested:
+        if (!ok) {  // the server is shutting down: the request never matched a call
+          delete this;
+          return;
+        }
+        service_->queues_->CallStarted(queue_);
+        if (!service_->queues_->stopping()) Post(service_, queue_);
+        Read();
+        return;
+      case Step::kReading:
+        if (!ok) {  // the client's writes are done (or the call was cancelled)
+          step_ = Step::kFinishing;
+          stream_.Finish(grpc::Status::OK, static_cast<CqTag*>(this));
+          return;
+        }
+        response_.Clear();
+        service_->Answer(request_, &response_);
+        step_ = Step::kWriting;
+        stream_.Write(response_, static_cast<CqTag*>(this));
+        return;
+      case Step::kWriting:
+        if (!ok) {  // the stream is broken
+          step_ = Step::kFinishing;
+          stream_.Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"),
+                         static_cast<CqTag*>(this));
+          return;
+        }
+        Read();
+        return;
+      case Step::kFinishing: {
+        CoreQueues* queues = service_->queues_;
+        const int queue = queue_;
+        delete this;
+        queues->CallEnded(queue);
+        return;
+      }
+    }
+  }
+
+ private:
+  enum class Step { kRequested, kReading, kWriting, kFinishing };
+
+  Call(ReflectionService* service, int queue)
+      : service_(service), queue_(queue), stream_(&context_) {}
+  ~Call() = default;
+
+  void Read() {
+    step_ = Step::kReading;
+    request_.Clear();
+    stream_.Read(&request_, static_cast<CqTag*>(this));
+  }
+
+  ReflectionService* const service_;
+  const int queue_;
+  Step step_ = Step::kRequested;
+  grpc::ServerContext context_;
+  typename Version::Request request_;
+  typename Version::Response response_;
+  grpc::ServerAsyncReaderWriter<typename Version::Response, typename Version::Request> stream_;
+};
+
+// ---- ReflectionService -------------------------------------------------------------------------
+
+template <class Version>
+ReflectionService<Version>::ReflectionService(std::vector<std::string> services)
+    : services_(std::move(services)) {}
+
+template <class Version>
+ReflectionService<Version>::~ReflectionService() = default;
+
+template <class Version>
+void ReflectionService<Version>::Start(CoreQueues* queues) {
+  queues_ = queues;
+  for (int q = 0; q < queues->size(); ++q) Call::Post(this, q);
+}
+
+template <class Version>
+void ReflectionService<Version>::Answer(const typename Version::Request& request,
+                                        typename Version::Response* response) const {
+  using Request = typename Version::Request;
+  const DescriptorPool* pool = DescriptorPool::generated_pool();
+  response->set_valid_host(request.host());
+  *response->mutable_original_request() = request;
+  switch (request.message_request_case()) {
+    case Request::kListServices: {
+      auto* list = response->mutable_list_services_response();
+      for (const std::string& name : services_) list->add_service()->set_name(name);
+      return;
+    }
+    case Request::kFileByFilename: {
+      const FileDescriptor* file = pool->FindFileByName(request.file_by_filename());
+      if (file == nullptr) {
+        SetError(response, grpc::StatusCode::NOT_FOUND,
+                 "file not found: " + request.file_by_filename());
+        return;
+      }
+      SetFile(response, file);
+      return;
+    }
+    case Request::kFileContainingSymbol: {
+      const FileDescriptor* file = pool->FindFileContainingSymbol(request.file_containing_symbol());
+      if (file == nullptr) {
+        SetError(response, grpc::StatusCode::NOT_FOUND,
+                 "symbol not found: " + request.file_containing_symbol());
+        return;
+      }
+      SetFile(response, file);
+      return;
+    }
+    case Request::kFileContainingExtension: {
+      const auto& ext = request.file_containing_extension();
+      const auto* type = pool->FindMessageTypeByName(ext.containing_type());
+      if (type == nullptr) {
+        SetError(response, grpc::StatusCode::NOT_FOUND, "type not found: " + ext.containing_type());
+        return;
+      }
+      const FieldDescriptor* field = pool->FindExtensionByNumber(type, ext.extension_number());
+      if (field == nullptr) {
+        SetError(response, grpc::StatusCode::NOT_FOUND,
+                 "extension " + std::to_string(ext.extension_number()) + " of " +
+                     ext.containing_type() + " not found");
+        return;
+      }
+      SetFile(response, field->file());
+      return;
+    }
+    case Request::kAllExtensionNumbersOfType: {
+      const auto* type = pool->FindMessageTypeByName(request.all_extension_numbers_of_type());
+      if (type == nullptr) {
+        SetError(response, grpc::StatusCode::NOT_FOUND,
+                 "type not found: " + request.all_extension_numbers_of_type());
+        return;
+      }
+      std::vector<const FieldDescriptor*> extensions;
+      pool->FindAllExtensions(type, &extensions);
+      auto* numbers = response->mutable_all_extension_numbers_response();
+      numbers->set_base_type_name(type->full_name());
+      for (const FieldDescriptor* field : extensions)
+        numbers->add_extension_number(field->number());
+      return;
+    }
+    case Request::MESSAGE_REQUEST_NOT_SET:
+      break;
+  }
+  SetError(response, grpc::StatusCode::UNIMPLEMENTED,
+           "the request asks for nothing this server knows");
+}
+
+template class ReflectionService<reflection_internal::V1>;
+template class ReflectionService<reflection_internal::V1Alpha>;
+
+}  // namespace pqcd::server
