@@ -68,8 +68,15 @@ TEST(OpsTest, HelpAndVersion) {
     Daemon lacking;
     EXPECT_EQ(lacking.RunToExit({"--isa", name}), 1) << name << "\n" << lacking.log();
     EXPECT_NE(lacking.log().find("not supported by this CPU"), std::string::npos) << lacking.log();
-    // The refusal names a backend this CPU has, the one "auto" would pick.
-    EXPECT_NE(lacking.log().find(kernels::IsaName(kernels::BestSupportedIsa())), std::string::npos)
+    // The refusal names every backend this CPU has, and the one "auto" would pick.
+    for (size_t j = 0; j < kernels::kIsaCount; ++j) {
+      const auto other = static_cast<kernels::Isa>(j);
+      if (!kernels::IsaSupported(other)) continue;
+      EXPECT_NE(lacking.log().find(kernels::IsaName(other)), std::string::npos) << lacking.log();
+    }
+    EXPECT_NE(lacking.log().find("auto picks " +
+                                 std::string(kernels::IsaName(kernels::BestSupportedIsa()))),
+              std::string::npos)
         << lacking.log();
   }
   // The best backend, named explicitly (neon under qemu on aarch64), starts and serves.
