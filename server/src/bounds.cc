@@ -120,7 +120,10 @@ void UnreadAnswers::Watch(Entry* e, grpc::ServerContextBase* context) {
   (tail_ != nullptr ? tail_->next : head_) = e;
   tail_ = e;
   e->linked = true;
-  if (++size_ == 1) cv_.notify_all();  // the watch sleeps while nothing is watched
+  ++size_;
+  // No wake-up: the watch never sleeps longer than one timeout (Loop), so it wakes by this entry's
+  // due time anyway. Notifying here woke its thread at every answer of an otherwise idle queue,
+  // a context switch per few unary calls.
 }
 
 void UnreadAnswers::Unwatch(Entry* e) {
@@ -149,14 +152,16 @@ size_t UnreadAnswers::watched() const {
 void UnreadAnswers::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
+    const auto now = std::chrono::steady_clock::now();
     if (head_ == nullptr) {
-      cv_.wait(lock, [&] { return stop_ || head_ != nullptr; });
+      // Whatever is watched from now on is due no earlier than now + timeout.
+      cv_.wait_until(lock, now + timeout_, [&] { return stop_; });
       continue;
     }
     const auto due = head_->since + timeout_;
-    if (std::chrono::steady_clock::now() < due) {
-      // Woken early by a new head only after an unwatch; waiting until the old due time is fine.
-      cv_.wait_until(lock, due);
+    if (now < due) {
+      // A later head (after an unwatch) is due later still: waking at the old due time is fine.
+      cv_.wait_until(lock, due, [&] { return stop_; });
       continue;
     }
     // Cancelled under the lock, so the call cannot be gone meanwhile (its owner unwatches before
