@@ -218,6 +218,52 @@ TYPED_TEST(MlKemApiTest, HashCheckRejectsModifiedKeys) {
   EXPECT_TRUE(Kem::CheckDecapsKey(dk).ok());
 }
 
+// One key sent many times in a batch shares one §7.3 hash H(ek) per chunk (items with equal ek):
+// copies whose ek (its last byte) or h was changed must still fail, wherever they sit, and their
+// neighbours with the intact key must still succeed, on every backend.
+TYPED_TEST(MlKemApiTest, BatchOfOneKeyChecksEveryCopy) {
+  using Kem = TypeParam;
+  const auto kp = MakeKey<Kem>(7);
+  const size_t ek_off = 384 * Kem::Params::k;
+  SeededRandom rng(77);
+  Buf ct(Kem::kCiphertextBytes), ss(32);
+  ASSERT_TRUE(Kem::Encaps(kp.ek, ct, ss, rng).ok());
+  Buf bad_ek = kp.dk, bad_h = kp.dk;
+  bad_ek[ek_off + Kem::kEncapsKeyBytes - 1] ^= 0x10;
+  bad_h[ek_off + Kem::kEncapsKeyBytes + 7] ^= 0x01;
+  const Isa saved = ActiveIsa();
+  for (size_t i = 0; i < kIsaCount; ++i) {
+    const auto isa = static_cast<Isa>(i);
+    if (!IsaSupported(isa)) continue;
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    // 20 items: more than one chunk; the tampered copies come first, between and last, and twice
+    // in a row, so that a tampered copy is never the only one of its kind.
+    const size_t n = 20;
+    std::vector<Buf> outs(n, Buf(32));
+    std::vector<KemDecapsItem> de(n);
+    auto tampered = [&](size_t k) -> const Buf* {
+      if (k == 0 || k == 9 || k == 10 || k == 19) return &bad_h;
+      if (k == 4 || k == 13 || k == 14) return &bad_ek;
+      return nullptr;
+    };
+    for (size_t k = 0; k < n; ++k) {
+      de[k].dk = tampered(k) != nullptr ? Bytes(*tampered(k)) : Bytes(kp.dk);
+      de[k].ct = ct;
+      de[k].ss = outs[k];
+    }
+    Kem::DecapsBatch(de);
+    for (size_t k = 0; k < n; ++k) {
+      if (tampered(k) != nullptr) {
+        ExpectInvalid<Kem>(de[k].status, "§7.3 hash check");
+      } else {
+        ASSERT_TRUE(de[k].status.ok()) << IsaName(isa) << " item " << k << ": " << de[k].status;
+        EXPECT_EQ(outs[k], ss) << IsaName(isa) << " item " << k;
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
 TYPED_TEST(MlKemApiTest, SeedAndExpandedKeysAgree) {
   using Kem = TypeParam;
   for (uint64_t label = 10; label < 14; ++label) {

@@ -878,13 +878,27 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
       continue;
     }
     // §7.3 hash check of the expanded keys given unchecked: H(ek) side by side, compared with the
-    // stored h.
+    // stored h. H(ek) depends on ek alone, which is public, so items with equal ek (one key sent
+    // many times in a Batch or packed message) share one hash, each compared with its own h; ek
+    // is compared with memcmp, which reveals nothing secret.
     const uint8_t* in[kBatchChunk];
     const uint8_t* tail[kBatchChunk];
     uint8_t* out[kBatchChunk];
+    size_t hashed_as[kBatchChunk];  // the item whose H(ek) this item's check uses
     size_t nh = 0;
     for (size_t i = 0; i < nc; ++i) {
       if (!needs_check[i]) continue;
+      CtPublic(cand_dk[i] + L::kDkEkOffset, L::kEkBytes);  // the public key
+      hashed_as[i] = i;
+      for (size_t j = 0; j < i; ++j) {
+        if (needs_check[j] && hashed_as[j] == j &&
+            std::memcmp(cand_dk[j] + L::kDkEkOffset, cand_dk[i] + L::kDkEkOffset, L::kEkBytes) ==
+                0) {
+          hashed_as[i] = j;
+          break;
+        }
+      }
+      if (hashed_as[i] != i) continue;
       in[nh] = cand_dk[i] + L::kDkEkOffset;
       out[nh++] = check[i];
     }
@@ -894,7 +908,7 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
     size_t n = 0;
     for (size_t i = 0; i < nc; ++i) {
       if (needs_check[i]) {
-        uint8_t diff = CtCompare(check[i], cand_dk[i] + L::kDkHashOffset, 32);
+        uint8_t diff = CtCompare(check[hashed_as[i]], cand_dk[i] + L::kDkHashOffset, 32);
         CtPublic(&diff, 1);  // revealed by the status anyway
         if (diff != 0) {
           cand[i]->status = HashCheckError<K>();
