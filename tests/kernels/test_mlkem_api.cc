@@ -218,46 +218,64 @@ TYPED_TEST(MlKemApiTest, HashCheckRejectsModifiedKeys) {
   EXPECT_TRUE(Kem::CheckDecapsKey(dk).ok());
 }
 
-// One key sent many times in a batch shares one §7.3 hash H(ek) per chunk (items with equal ek):
-// copies whose ek (its last byte) or h was changed must still fail, wherever they sit, and their
-// neighbours with the intact key must still succeed, on every backend.
+// One key sent many times in a batch shares one §7.3 hash H(ek) per chunk (items with equal ek),
+// and items next to each other with one ek share t̂ and Â^T in the re-encryption: copies whose
+// ek (its last byte) or h was changed must still fail, wherever they sit; the intact ones must
+// give each its own ciphertext's shared secret, and a tampered ciphertext the implicit-rejection
+// key, on every backend, in seed, expanded and prepared form.
 TYPED_TEST(MlKemApiTest, BatchOfOneKeyChecksEveryCopy) {
   using Kem = TypeParam;
   const auto kp = MakeKey<Kem>(7);
+  const auto other = MakeKey<Kem>(8);  // items 2, 3 and 11 (inside runs of the first key)
+  auto key_of = [&](size_t k) -> const KeyPair<Kem>& {
+    return k == 2 || k == 3 || k == 11 ? other : kp;
+  };
   const size_t ek_off = 384 * Kem::Params::k;
+  const size_t n = 20;  // more than one chunk
   SeededRandom rng(77);
-  Buf ct(Kem::kCiphertextBytes), ss(32);
-  ASSERT_TRUE(Kem::Encaps(kp.ek, ct, ss, rng).ok());
+  std::vector<Buf> cts(n, Buf(Kem::kCiphertextBytes)), sss(n, Buf(32));
+  for (size_t k = 0; k < n; ++k) ASSERT_TRUE(Kem::Encaps(key_of(k).ek, cts[k], sss[k], rng).ok());
+  auto ct_tampered = [](size_t k) { return k == 3 || k == 6 || k == 16 || k == 17; };
+  for (size_t k = 0; k < n; ++k) {
+    if (ct_tampered(k)) cts[k][k] ^= 0x04;
+  }
   Buf bad_ek = kp.dk, bad_h = kp.dk;
   bad_ek[ek_off + Kem::kEncapsKeyBytes - 1] ^= 0x10;
   bad_h[ek_off + Kem::kEncapsKeyBytes + 7] ^= 0x01;
+  // The tampered keys come first, between and last, and twice in a row.
+  auto key_tampered = [&](size_t k) -> const Buf* {
+    if (k == 0 || k == 9 || k == 10 || k == 19) return &bad_h;
+    if (k == 4 || k == 13 || k == 14) return &bad_ek;
+    return nullptr;
+  };
   const Isa saved = ActiveIsa();
   for (size_t i = 0; i < kIsaCount; ++i) {
     const auto isa = static_cast<Isa>(i);
     if (!IsaSupported(isa)) continue;
     ASSERT_TRUE(SetActiveIsa(isa).ok());
-    // 20 items: more than one chunk; the tampered copies come first, between and last, and twice
-    // in a row, so that a tampered copy is never the only one of its kind.
-    const size_t n = 20;
-    std::vector<Buf> outs(n, Buf(32));
-    std::vector<KemDecapsItem> de(n);
-    auto tampered = [&](size_t k) -> const Buf* {
-      if (k == 0 || k == 9 || k == 10 || k == 19) return &bad_h;
-      if (k == 4 || k == 13 || k == 14) return &bad_ek;
-      return nullptr;
-    };
-    for (size_t k = 0; k < n; ++k) {
-      de[k].dk = tampered(k) != nullptr ? Bytes(*tampered(k)) : Bytes(kp.dk);
-      de[k].ct = ct;
-      de[k].ss = outs[k];
-    }
-    Kem::DecapsBatch(de);
-    for (size_t k = 0; k < n; ++k) {
-      if (tampered(k) != nullptr) {
-        ExpectInvalid<Kem>(de[k].status, "§7.3 hash check");
-      } else {
-        ASSERT_TRUE(de[k].status.ok()) << IsaName(isa) << " item " << k << ": " << de[k].status;
-        EXPECT_EQ(outs[k], ss) << IsaName(isa) << " item " << k;
+    for (int form = 0; form < 3; ++form) {  // expanded, seed, prepared (no check, no tampering)
+      SCOPED_TRACE(std::string(IsaName(isa)) + " form " + std::to_string(form));
+      std::vector<Buf> outs(n, Buf(32));
+      std::vector<KemDecapsItem> de(n);
+      for (size_t k = 0; k < n; ++k) {
+        const Buf* bad = form == 0 ? key_tampered(k) : nullptr;
+        de[k].dk = bad != nullptr ? Bytes(*bad)
+                   : form == 1    ? Bytes(key_of(k).seed)
+                                  : Bytes(key_of(k).dk);
+        de[k].prepared = form == 2;
+        de[k].ct = cts[k];
+        de[k].ss = outs[k];
+      }
+      Kem::DecapsBatch(de);
+      for (size_t k = 0; k < n; ++k) {
+        if (form == 0 && key_tampered(k) != nullptr) {
+          ExpectInvalid<Kem>(de[k].status, "§7.3 hash check");
+          continue;
+        }
+        ASSERT_TRUE(de[k].status.ok()) << "item " << k << ": " << de[k].status;
+        EXPECT_EQ(outs[k],
+                  ct_tampered(k) ? ImplicitRejectionKey<Kem>(key_of(k).dk, cts[k]) : sss[k])
+            << "item " << k;
       }
     }
   }

@@ -305,17 +305,33 @@ constexpr Plan DecapsPlan(int k, int eta1, int ct_bytes, bool check_hash) {
   return Schedule(p);
 }
 
-// Â alone, row-major (Alg. 13 steps 3-7): the complete check of an expanded decapsulation key.
-constexpr Plan MatrixPlan(int k) {
+// Â alone, row-major (Alg. 13 steps 3-7): the complete check of an expanded decapsulation key;
+// transposed: Â^T, the matrix of Encrypt (Alg. 14 steps 4-8).
+constexpr Plan MatrixPlan(int k, bool transposed = false) {
   Plan p;
   p.k = k;
-  AddMatrix(p, k, /*transposed=*/false);
+  AddMatrix(p, k, transposed);
+  return Schedule(p);
+}
+
+// Encrypt's noise alone (Alg. 14 steps 9-17: y, e1, e2 on given coins), for a run of batch items
+// that share one ek and so one Â^T.
+constexpr Plan EncryptNoisePlan(int k, int eta1) {
+  Plan p;
+  p.k = k;
+  for (int t = 0; t < 2 * k + 1; ++t) {
+    p.tasks[p.num_tasks++] = PrfSpec(t < k ? eta1 : 2, uint8_t(t), -1);
+  }
   return Schedule(p);
 }
 
 // The plans of each operation, built at compile time.
 template <int K>
 inline constexpr Plan kMatrixPlan = MatrixPlan(K);
+template <int K>
+inline constexpr Plan kMatrixTPlan = MatrixPlan(K, /*transposed=*/true);
+template <int K>
+inline constexpr Plan kEncryptNoisePlan = EncryptNoisePlan(K, MlKemParams<K>::eta1);
 template <int K>
 inline constexpr Plan kKeyGenPlan = KeyGenPlan(K, MlKemParams<K>::eta1, K == 2 ? 1 : 0);
 template <int K>

@@ -31,8 +31,10 @@ namespace fixed = mlkem::fixed;
 
 using fixed::kDecapsPlan;
 using fixed::kEncapsPlan;
+using fixed::kEncryptNoisePlan;
 using fixed::kEncryptPlan;
 using fixed::kKeyGenPlan;
+using fixed::kMatrixTPlan;
 
 // The plans' message lengths match the byte layouts.
 template <int K>
@@ -358,6 +360,37 @@ void DecapsReencrypt(const uint8_t* dk, const uint8_t* ct, const uint8_t m_prime
   for (int i = 0; i < K; ++i) mlkem::PolyDecode12(t_hat[i], ek + i * kPolyBytes);
   PkeEncrypt<K>(t_hat, ek + K * kPolyBytes, m_prime, key_coins + 32, ct_prime);
   SelectSharedSecret<K>(ct, ct_prime, key_coins, k_bar, ss);
+}
+
+// DecapsReencrypt for `count` batch items whose keys share one ek (public): t̂ decoded and Â^T
+// sampled once, then per item the noise of K-PKE.Encrypt on its r', the arithmetic and the
+// choice of K' or K̄. The same outputs as DecapsReencrypt item by item.
+template <int K>
+void DecapsReencryptRun(const uint8_t* ek, KemDecapsItem* const* items, size_t count,
+                        const uint8_t (*m_prime)[32], uint8_t (*key_coins)[64],
+                        const uint8_t (*k_bar)[32], uint8_t* ct_prime) {
+  Poly t_hat[K];
+  for (int i = 0; i < K; ++i) mlkem::PolyDecode12(t_hat[i], ek + i * kPolyBytes);
+  EncryptSamples<K> es;
+  {
+    fixed::PlanIo io;
+    io.rho = ek + K * kPolyBytes;
+    io.matrix = &es.at[0][0];
+    fixed::LaneRunner lanes;
+    lanes.Run<kMatrixTPlan<K>>(io, [](auto) {});
+  }
+  for (size_t r = 0; r < count; ++r) {
+    {
+      fixed::PlanIo io;
+      io.seed = key_coins[r] + 32;
+      io.noise = es.sec.noise;
+      fixed::LaneRunner lanes;
+      lanes.Run<kEncryptNoisePlan<K>>(io, [](auto) {});
+    }
+    PkeEncryptArith<K>(t_hat, es, m_prime[r], ct_prime);  // reads es.at, consumes es.sec
+    SelectSharedSecret<K>(items[r]->ct.data(), ct_prime, key_coins[r], k_bar[r],
+                          items[r]->ss.data());
+  }
 }
 
 // FIPS 203 Alg. 18, ML-KEM.Decaps_internal(dk, c) on an expanded dk, with the §7.3 hash check
@@ -934,10 +967,26 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
       out[i] = k_bar[i];
     }
     HashJMany(in, tail, L::kCtBytes, out, n);
-    // Re-encryption and the constant-time choice of K' or K̄ per item (steps 8-11).
-    for (size_t i = 0; i < n; ++i) {
-      DecapsReencrypt<K>(dks[i], live[i]->ct.data(), m_prime[i], key_coins[i], k_bar[i], ct_prime,
-                         live[i]->ss.data());
+    // Re-encryption and the constant-time choice of K' or K̄ per item (steps 8-11). Items next to
+    // each other with one ek (a key sent many times, one held key) share t̂ and Â^T: decoded and
+    // sampled once per run, only the noise is sampled per item. ek is public.
+    for (size_t i = 0; i < n;) {
+      const uint8_t* ek = dks[i] + L::kDkEkOffset;
+      size_t run = 1;
+      for (; i + run < n; ++run) {
+        const uint8_t* next = dks[i + run] + L::kDkEkOffset;
+        CtPublic(ek, L::kEkBytes);
+        CtPublic(next, L::kEkBytes);
+        if (std::memcmp(next, ek, L::kEkBytes) != 0) break;
+      }
+      if (run == 1) {
+        DecapsReencrypt<K>(dks[i], live[i]->ct.data(), m_prime[i], key_coins[i], k_bar[i], ct_prime,
+                           live[i]->ss.data());
+        ++i;
+        continue;
+      }
+      DecapsReencryptRun<K>(ek, live + i, run, m_prime + i, key_coins + i, k_bar + i, ct_prime);
+      i += run;
     }
   }
 }
