@@ -87,6 +87,13 @@ void RunKem() {
   Check(prepared[0].status.ok(), "ML-KEM decaps (prepared)");
   Kem::DecapsBatch(prepared);
   Check(prepared[0].status.ok() && prepared[1].status.ok(), "ML-KEM decaps (prepared, batch)");
+  // One expanded key given twice and its seed: one shared §7.3 hash, one shared Â^T.
+  std::vector<uint8_t> ss4(32);
+  k::KemDecapsItem same[3] = {
+      {dk, ct, ss2, {}, false}, {dk, ct, ss3, {}, false}, {seed, ct, ss4, {}, false}};
+  Kem::DecapsBatch(same);
+  Check(same[0].status.ok() && same[1].status.ok() && same[2].status.ok(),
+        "ML-KEM decaps (one key three times, batch)");
   std::printf("ct_check: %s done\n", std::string(Kem::kName).c_str());
 }
 
