@@ -232,6 +232,11 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--sha256=", 0) == 0) {
       const std::string v = a.substr(9);
       namespace s = k::slhdsa;
+      if (v != "auto" && v != "portable" && v != "shani" && v != "lanes") {
+        std::fprintf(stderr, "slhdsa-peers: --sha256=%s: expected auto, portable, shani or lanes\n",
+                     v.c_str());
+        return 2;
+      }
       s::SetSha256PathForTesting(v == "portable" ? s::Sha256Path::kPortable
                                  : v == "shani"  ? s::Sha256Path::kShaNi
                                  : v == "lanes"  ? s::Sha256Path::kLanes
@@ -245,11 +250,16 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--sets=", 0) == 0) {
       sets = a.substr(7);
     } else {
-      std::fprintf(
-          stderr,
-          "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
-          "                    [--isa=portable|avx2|avx512] [--sha256=auto|portable|shani|lanes]\n"
-          "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n");
+      std::string isas;  // the kernels' list of backends, not a copy of it
+      for (size_t i = 0; i < k::kIsaCount; ++i) {
+        if (!isas.empty()) isas += '|';
+        isas += k::IsaName(static_cast<k::Isa>(i));
+      }
+      std::fprintf(stderr,
+                   "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
+                   "                    [--isa=%s] [--sha256=auto|portable|shani|lanes]\n"
+                   "  pqcd's SLH-DSA sign/verify beside liboqs's, median TSC ticks per call\n",
+                   isas.c_str());
       return a == "--help" ? 0 : 2;
     }
   }
