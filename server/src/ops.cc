@@ -457,19 +457,20 @@ absl::Status SetDsaMessageOptions(ServiceContext* ctx, const kernels::AlgorithmF
                                   int pre_hash, bool external_mu, Bytes* message_view,
                                   kernels::DsaMessageOptions* options) {
   if (absl::Status s = CheckFieldSize(ctx, message, "message"); !s.ok()) return s;
-  if (external_mu && !kernels::IsMlDsa(kernels::AsDsa(f.id))) {
-    return InvalidArgumentError(
-        StrCat("external_mu: ", std::string(f.name), " has none (FIPS 205; ML-DSA only)"));
+  // The limits are the registry row's (algorithms.h), not the server's.
+  if (external_mu && f.external_mu_bytes == 0) {
+    return InvalidArgumentError(StrCat("external_mu: ", std::string(f.name), " has none"));
   }
-  if (context.size() > 255) {
-    return InvalidArgumentError(StrCat("context: at most 255 bytes, got ", context.size()));
+  if (context.size() > f.max_context_bytes) {
+    return InvalidArgumentError(
+        StrCat("context: at most ", f.max_context_bytes, " bytes, got ", context.size()));
   }
   auto ph = ToKernelPreHash(pre_hash);
   if (!ph) return InvalidArgumentError(StrCat("pre_hash: unknown value ", pre_hash));
   if (external_mu) {
-    if (message.size() != 64) {
-      return InvalidArgumentError(
-          StrCat("message: expected 64 bytes (mu) with external_mu, got ", message.size()));
+    if (message.size() != f.external_mu_bytes) {
+      return InvalidArgumentError(StrCat("message: expected ", f.external_mu_bytes,
+                                         " bytes (mu) with external_mu, got ", message.size()));
     }
     if (*ph != kernels::PreHash::kNone || !context.empty()) {
       return InvalidArgumentError("external_mu: cannot be combined with pre_hash or context");

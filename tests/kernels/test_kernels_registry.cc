@@ -27,6 +27,42 @@ TEST(Registry, EveryRowHasItsFamilysFunctions) {
   EXPECT_FALSE(ParseAlgorithmName("ML-KEM-769").has_value());
 }
 
+// The message limits the server reads from the rows (max_context_bytes, external_mu_bytes) are the
+// kernels' own: a context of the row's maximum is taken and one byte more refused, and external μ
+// of the row's size is taken exactly where the row offers it. Verify of a zero signature (false,
+// not an error) shows what the kernel accepts without signing.
+TEST(Registry, MessageLimitsAreTheKernelsOwn) {
+  for (const AlgorithmDescriptor& d : Registry()) {
+    SCOPED_TRACE(std::string(d.name()));
+    const AlgorithmFacts& f = *d.facts;
+    if (d.family() != Family::kDsa) {
+      EXPECT_EQ(f.max_context_bytes, 0u);
+      EXPECT_EQ(f.external_mu_bytes, 0u);
+      continue;
+    }
+    ASSERT_GT(f.max_context_bytes, 0u);
+    const std::vector<uint8_t> pk(f.public_key_bytes), sig(f.signature_bytes);
+    auto verify = [&](size_t context_bytes, bool external_mu, size_t message_bytes) {
+      const std::vector<uint8_t> ctx(context_bytes, 1), m(message_bytes, 2);
+      DsaVerifyItem item{pk, m, sig, {}, false, {}};
+      item.options.context = ctx;
+      item.options.external_mu = external_mu;
+      d.dsa->verify_batch(std::span(&item, 1));
+      EXPECT_FALSE(item.valid);
+      return item.status;
+    };
+    EXPECT_TRUE(verify(f.max_context_bytes, false, 64).ok());
+    EXPECT_EQ(verify(f.max_context_bytes + 1, false, 64).code(),
+              absl::StatusCode::kInvalidArgument);
+    if (f.external_mu_bytes > 0) {
+      EXPECT_TRUE(verify(0, true, f.external_mu_bytes).ok());
+      EXPECT_FALSE(verify(0, true, f.external_mu_bytes + 1).ok());
+    } else {
+      EXPECT_FALSE(verify(0, true, 64).ok());
+    }
+  }
+}
+
 // Key generation from a seed, then public_key_of of the seed and of the expanded key: both give
 // the generated public key; a changed expanded key is refused.
 TEST(Registry, PublicKeyOfBothPrivateKeyForms) {

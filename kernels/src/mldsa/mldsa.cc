@@ -48,7 +48,7 @@ using mldsa::kN;
 using mldsa::Poly;
 using mldsa::PolyVec;
 
-constexpr size_t kMaxContextBytes = 255;
+constexpr size_t kMaxContextBytes = MlDsa44::kMaxContextBytes;  // the same for every set
 // FIPS 204 Appendix C allows a bound on the signing loop; 1000 attempts fail with probability far
 // below 2^-200 for a well-formed key (the expected count is 4.25 / 5.1 / 3.85).
 constexpr int kMaxSignAttempts = 1000;

@@ -548,9 +548,9 @@ absl::Status FormatMessage(const SlhDsaParams& p, Bytes message, const DsaMessag
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(p.name), " has no external-mu interface (FIPS 205)"));
   }
-  if (o.context.size() > 255) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("context: at most 255 bytes, got ", o.context.size()));
+  if (o.context.size() > kSlhDsaMaxContextBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("context: at most ", kSlhDsaMaxContextBytes,
+                                                   " bytes, got ", o.context.size()));
   }
   f.header[0] = o.prehash == PreHash::kNone ? 0 : 1;
   f.header[1] = static_cast<uint8_t>(o.context.size());

@@ -85,6 +85,11 @@ struct AlgorithmFacts {
   size_t secret_bytes;       // KEM shared secret
   size_t digest_bytes;       // hash; for an XOF the default output length
   bool xof;
+  // DSA: the longest context string (FIPS 204 and 205: 255 bytes); 0 elsewhere.
+  size_t max_context_bytes;
+  // DSA: the size of the μ signed or verified in place of the message (ML-DSA's external μ: 64
+  // bytes); 0 where the algorithm offers no such interface.
+  size_t external_mu_bytes;
   // Start-up known-answer test, hex. KEM/DSA: the key-generation seed (KEM d||z, DSA xi) and
   // SHA3-256(public key || expanded private key); hash: the digest of "abc".
   // The start-up known-answer test (server/src/selftest.cc): the seed (KEM, DSA) or message (hash)
@@ -112,6 +117,8 @@ constexpr AlgorithmFacts Kem(AlgorithmId id, KemAlgorithm v, int api, std::strin
           P::kSharedSecretBytes,
           0,
           false,
+          0,
+          0,
           seed,
           digest};
 }
@@ -132,6 +139,8 @@ constexpr AlgorithmFacts Dsa(AlgorithmId id, DsaAlgorithm v, int api, std::strin
           0,
           0,
           false,
+          P::kMaxContextBytes,
+          P::kExternalMuBytes,
           seed,
           digest};
 }
@@ -151,6 +160,8 @@ constexpr AlgorithmFacts Hash(AlgorithmId id, std::string_view name, HashAlgorit
           0,
           digest_bytes,
           xof,
+          0,
+          0,
           "616263",
           digest_of_abc};
 }

@@ -127,6 +127,8 @@ class MlDsa {
   static constexpr std::string_view kName = Params::kName;
   static constexpr size_t kSeedBytes = 32;
   static constexpr size_t kMuBytes = 64;
+  static constexpr size_t kExternalMuBytes = kMuBytes;  // μ signed in place of the message
+  static constexpr size_t kMaxContextBytes = 255;       // FIPS 204 Alg. 2 and 3
   static constexpr size_t kRndBytes = 32;
   static constexpr size_t kPublicKeyBytes = 32 + 320 * K;
   static constexpr size_t kEtaPackedBytes = Params::eta == 2 ? 96 : 128;

@@ -72,6 +72,9 @@ inline constexpr SlhDsaParams kSlhDsaShake256f{
     "SLH-DSA-SHAKE-256f", true, 32, 68, 17, 4, 9, 35, 4, 49, 49856};
 
 // One class per parameter set; P is one of the constants above.
+// FIPS 205 Alg. 22 and 23: a context string of at most 255 bytes.
+inline constexpr size_t kSlhDsaMaxContextBytes = 255;
+
 template <const SlhDsaParams& P>
 class SlhDsa {
  public:
@@ -83,6 +86,8 @@ class SlhDsa {
   static constexpr size_t kPrivateKeyBytes = 4 * kN;
   static constexpr size_t kSignatureBytes = P.sig;
   static constexpr size_t kRndBytes = kN;
+  static constexpr size_t kExternalMuBytes = 0;  // FIPS 205 has no external-μ interface
+  static constexpr size_t kMaxContextBytes = kSlhDsaMaxContextBytes;
   // The signer's form of a private key (PreparePrivateKey): the checked 4n-byte key, then for
   // the SHA2 sets the SHA-256 and SHA-512 chaining values after the block PK.seed || 0^(64-n)
   // (resp. 0^(128-n)) that every F, H, T_l and PRF call starts with (FIPS 205 §11.2: the
