@@ -625,7 +625,9 @@ int main(int argc, char** argv) {
   kimp->add_option("--alg,-a", im.alg, AlgNames({pqcd::client::IsKem, pqcd::client::IsDsa}))
       ->required();
   kimp->add_option("--priv", im.priv, "private key or seed file ('-' = stdin)")->required();
-  kimp->add_option("--pub", im.pub, "public key file (needed for an expanded ML-DSA key)");
+  kimp->add_option(
+      "--pub", im.pub,
+      "public key file (optional: derived from the private key; must match when given)");
   kimp->add_option("--key-id", im.key_id, "name of the key (default: generated)");
   kimp->add_option("--label", im.labels, "label k=v (repeatable)");
   kimp->callback([&] {

@@ -120,12 +120,8 @@ absl::StatusOr<std::vector<uint8_t>> PublicKeyOf(const AlgorithmDescriptor& info
     if (absl::Status s = CheckPublicKeySize(info, given.size(), "public_key"); !s.ok()) return s;
   }
   if (absl::Status s = CheckPrivateKeySize(info, sk.size(), "private_key"); !s.ok()) return s;
-  // An expanded ML-DSA key lacks t1 (FIPS 204 Alg. 24); an SLH-DSA key ends with its public key.
-  if (sk.size() != f.seed_bytes && info.family() == Family::kDsa &&
-      kernels::IsMlDsa(kernels::AsDsa(info.id())) && given.empty()) {
-    return absl::InvalidArgumentError(
-        "public_key: required with an expanded ML-DSA private key (it does not contain it)");
-  }
+  // The registry derives the public key of either form (an expanded ML-DSA key lacks t1, FIPS
+  // 204 Alg. 24, and its complete check recomputes it); a given one must match.
   if (absl::Status s = info.public_key_of(sk, MutBytes(pk)); !s.ok()) {
     return absl::InvalidArgumentError(StrCat("private_key: ", s.message()));
   }
