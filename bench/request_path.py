@@ -8,7 +8,8 @@ and the floor are interleaved, repeated --repeats times, and the medians are pri
 Markdown table: ops/s, server CPU µs per operation (from /proc/PID/stat via pqc-load
 --server-pid), context switches per request, and the load generator's CPU share. The ratios the
 issue's targets name follow the table. With --latency, open-loop runs at half of each style's
-median closed-loop rate report p50/p99 latency.
+median closed-loop rate report p50/p99 latency, for pqcd and, at the same rate, for the floor
+(what the client, gRPC and the two CPUs cost without any work in the server).
 
 Decaps and sign run once per --private-keys form: `expanded` (the expanded key in every request)
 and `held` (a key the daemon holds, by key_ref; in-process: the key prepared once, as the daemon
@@ -94,7 +95,10 @@ def load(build, cpu, args, duration):
            "--duration", "%gs" % duration, "--warmup", "0.5s"] + args
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        print("pqc-load failed: %s\n%s" % (" ".join(cmd), out.stderr[-2000:]), file=sys.stderr)
+        # pqc-load exits non-zero when calls failed; its JSON on stdout counts them by status.
+        print("pqc-load failed (exit %d): %s\n%s%s" % (out.returncode, " ".join(cmd),
+                                                       out.stderr[-2000:], out.stdout[-2000:]),
+              file=sys.stderr)
         return None
     return json.loads(out.stdout)
 
@@ -186,7 +190,12 @@ def main():
                         r = load(a.build, a.load_cpu,
                                  ["--targets", servers["pqcd"].target(transport), "--op", op[0],
                                   "--rate", "%d" % rate] + oargs + key_args(op[1]), a.duration)
-                        latency.append((op, transport, name, rate, r))
+                        f = load(a.build, a.load_cpu,
+                                 ["--targets", servers["floor"].target(transport), "--op", op[0],
+                                  "--rate", "%d" % rate] + oargs +
+                                 (key_args(op[1]) if op[1] != "held" else ["--private-key", "seed"]),
+                                 a.duration)
+                        latency.append((op, transport, name, rate, r, f))
     finally:
         for s in servers.values():
             s.stop()
@@ -216,15 +225,18 @@ def main():
                     pc / ip_cpu, med(p, "server_ctx_switches_per_request"),
                     med(p, "client_cpu_share")) + extra)
     if latency:
-        print("\n| op | transport | style | open-loop rate | p50 µs | p99 µs | errors |")
-        print("|---|---|---|---:|---:|---:|---:|")
-        for op, transport, name, rate, r in latency:
+        print("\n| op | transport | style | open-loop rate | p50 µs | p99 µs | errors | "
+              "floor p50 µs | floor p99 µs |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+        nan = float("nan")
+        for op, transport, name, rate, r, f in latency:
             if r is None:
                 continue
             lat = r.get("latency_us", {})
-            print("| %s | %s | %s | %.0f | %.0f | %.0f | %d |" % (
-                label(op), transport, name, rate, lat.get("p50", float("nan")),
-                lat.get("p99", float("nan")), r.get("error_total", 0)))
+            flat = (f or {}).get("latency_us", {})
+            print("| %s | %s | %s | %.0f | %.0f | %.0f | %d | %.0f | %.0f |" % (
+                label(op), transport, name, rate, lat.get("p50", nan), lat.get("p99", nan),
+                r.get("error_total", 0), flat.get("p50", nan), flat.get("p99", nan)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": runs, "latency": [list(x) for x in latency]}, f)
