@@ -1,7 +1,7 @@
-// Streaming and key-management calls served on the core queues (core_queues.h), in the shape of
-// gRPC's callback reactors: StartRead, StartWrite and Finish may be called from any thread, and
-// the reactions (OnStart, OnReadDone, OnWriteDone, OnCancel, OnDone) run on the worker that
-// polls the queue the call arrived on, because every tag of the call comes back there.
+// Calls served on the core queues (core_queues.h), in the shape of gRPC's callback reactors:
+// StartRead, StartWrite and Finish may be called from any thread, and the reactions (OnStart,
+// OnReadDone, OnWriteDone, OnAlarm, OnCancel, OnDone) run on the worker that polls the queue the
+// call arrived on, because every tag of the call comes back there.
 //
 // Why not gRPC's callback API: any callback or sync service makes gRPC run poller threads of its
 // own, which take the sockets' events before the workers do, and every call then changes threads
@@ -157,6 +157,24 @@ class CoreReadReactor : public CoreCall {
 
   Resp response_;
   Reader reader_{&context_};
+};
+
+// A server stream (ServerWriteReactor's shape): request_ arrives with the call.
+template <class Req, class Resp>
+class CoreWriteReactor : public CoreCall {
+ protected:
+  using CoreCall::CoreCall;
+  using Writer = grpc::ServerAsyncWriter<Resp>;
+
+  // gRPC serializes *response before this returns.
+  void StartWrite(const Resp* response) {
+    OpBegin();
+    writer_.Write(*response, write_tag());
+  }
+  void Finish(const grpc::Status& status) { writer_.Finish(status, finish_tag()); }
+
+  Req request_;
+  Writer writer_{&context_};
 };
 
 // A unary call (ServerUnaryReactor's shape): request_ arrives with the call, response_ is the

@@ -1,15 +1,15 @@
 // grpc.reflection ServerReflection, v1 and v1alpha, on the core queues (reflection_async.h).
 //
-// A call's tags all come back on the queue it arrived on and run on that queue's worker: the
-// request (the call arrived), then one Read or one Write at a time, then the Finish. The call is
-// counted live on its queue (CoreQueues::CallStarted) until the Finish tag is back. A client that
-// cancels makes the Read or Write in flight fail, which ends the call the same way.
+// A call is a CoreBidiReactor (core_reactor.h): its tags come back on the queue it arrived on and
+// run on that queue's worker. A client that cancels makes the Read or Write in flight fail, which
+// ends the call the same way as a client that is done.
 #include "reflection_async.h"
 
 #include <set>
 #include <utility>
 
 #include "core_queues.h"
+#include "core_reactor.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 
@@ -54,78 +54,51 @@ void SetFile(Response* response, const FileDescriptor* file) {
 
 // ---- One ServerReflectionInfo stream -----------------------------------------------------------
 
+// One Read or one Write at a time: each request is answered before the next is read.
 template <class Version>
-class ReflectionService<Version>::Call final : public CqTag {
+class ReflectionService<Version>::Call final
+    : public CoreBidiReactor<typename Version::Request, typename Version::Response> {
+  using Base = CoreBidiReactor<typename Version::Request, typename Version::Response>;
+
  public:
   static void Post(ReflectionService* service, int queue) {
     auto* call = new Call(service, queue);
-    grpc::ServerCompletionQueue* cq = service->queues_->cq(queue);
+    grpc::ServerCompletionQueue* cq = call->cq();
     service->RequestServerReflectionInfo(&call->context_, &call->stream_, cq, cq,
                                          static_cast<CqTag*>(call));
   }
 
-  // Every tag of the call: what came back depends on the step it was waiting for.
-  void Proceed(bool ok) override {
-    switch (step_) {
-      case Step::kRequested:
-        if (!ok) {  // the server is shutting down: the request never matched a call
-          delete this;
-          return;
-        }
-        service_->queues_->CallStarted(queue_);
-        if (!service_->queues_->stopping()) Post(service_, queue_);
-        Read();
-        return;
-      case Step::kReading:
-        if (!ok) {  // the client's writes are done (or the call was cancelled)
-          step_ = Step::kFinishing;
-          stream_.Finish(grpc::Status::OK, static_cast<CqTag*>(this));
-          return;
-        }
-        response_.Clear();
-        service_->Answer(request_, &response_);
-        step_ = Step::kWriting;
-        stream_.Write(response_, static_cast<CqTag*>(this));
-        return;
-      case Step::kWriting:
-        if (!ok) {  // the stream is broken
-          step_ = Step::kFinishing;
-          stream_.Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"),
-                         static_cast<CqTag*>(this));
-          return;
-        }
-        Read();
-        return;
-      case Step::kFinishing: {
-        CoreQueues* queues = service_->queues_;
-        const int queue = queue_;
-        delete this;
-        queues->CallEnded(queue);
-        return;
-      }
-    }
-  }
-
  private:
-  enum class Step { kRequested, kReading, kWriting, kFinishing };
+  Call(ReflectionService* service, int queue) : Base(service->queues_, queue), service_(service) {}
 
-  Call(ReflectionService* service, int queue)
-      : service_(service), queue_(queue), stream_(&context_) {}
-  ~Call() = default;
+  void Renew() override { Post(service_, this->queue()); }
+  void OnStart() override { Read(); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client's writes are done (or the call was cancelled)
+      this->Finish(grpc::Status::OK);
+      return;
+    }
+    response_.Clear();
+    service_->Answer(request_, &response_);
+    this->StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"));
+      return;
+    }
+    Read();
+  }
+  void OnDone() override { delete this; }
 
   void Read() {
-    step_ = Step::kReading;
     request_.Clear();
-    stream_.Read(&request_, static_cast<CqTag*>(this));
+    this->StartRead(&request_);
   }
 
   ReflectionService* const service_;
-  const int queue_;
-  Step step_ = Step::kRequested;
-  grpc::ServerContext context_;
   typename Version::Request request_;
   typename Version::Response response_;
-  grpc::ServerAsyncReaderWriter<typename Version::Response, typename Version::Request> stream_;
 };
 
 // ---- ReflectionService -------------------------------------------------------------------------
