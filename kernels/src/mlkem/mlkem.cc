@@ -972,10 +972,10 @@ void MlKem<K>::DecapsBatch(std::span<KemDecapsItem> items) {
     // sampled once per run, only the noise is sampled per item. ek is public.
     for (size_t i = 0; i < n;) {
       const uint8_t* ek = dks[i] + L::kDkEkOffset;
+      CtPublic(ek, L::kEkBytes);
       size_t run = 1;
       for (; i + run < n; ++run) {
         const uint8_t* next = dks[i + run] + L::kDkEkOffset;
-        CtPublic(ek, L::kEkBytes);
         CtPublic(next, L::kEkBytes);
         if (std::memcmp(next, ek, L::kEkBytes) != 0) break;
       }
