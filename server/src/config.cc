@@ -179,6 +179,17 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       "seconds a new connection has to complete its handshake (HTTP/2 preface and SETTINGS; TLS "
       "on --listen) before it is closed")
       ->check(CLI::Range(0.1, 3600.0));
+  add("max-tcp-connections", c.max_tcp_connections,
+      "TCP connections on --listen open at once; further ones are closed at once")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("max-tcp-connections-per-address", c.max_tcp_connections_per_address,
+      "TCP connections open at once from one peer address (an IPv6 /64), so that one host cannot "
+      "take them all")
+      ->check(CLI::Range(1u, 1u << 20));
+  add("connection-idle-timeout", c.connection_idle_timeout_s,
+      "seconds a connection may go without a call in progress before pqcd closes it gracefully "
+      "(HTTP/2 GOAWAY; clients reconnect on their next call); 0: never")
+      ->check(CLI::Range(0.0, 86400.0 * 365));
   app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
                "let callers without a client certificate (identity 'anonymous') use held keys")
       ->envname("PQCD_ALLOW_INSECURE_TCP");

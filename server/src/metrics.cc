@@ -149,6 +149,10 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     unix_connections_ = std::move(f);
   }
+  void SetTcpConnections(std::function<TcpConnections()> f) {
+    absl::MutexLock lock(&mu_);
+    tcp_connections_ = std::move(f);
+  }
 
   static void AddGauge(std::vector<MetricFamily>& out, const char* name, const char* help,
                        double value, MetricType type = MetricType::Gauge) {
@@ -283,6 +287,18 @@ class Metrics::EngineCollector : public prometheus::Collectable {
                    {"uid_limit", static_cast<double>(u.refused_uid_limit)},
                    {"handshake_timeout", static_cast<double>(u.refused_handshake_timeout)},
                    {"not_http2", static_cast<double>(u.refused_not_http2)}});
+    }
+    if (tcp_connections_) {
+      const TcpConnections t = tcp_connections_();
+      AddGauge(out, "pqcd_tcp_connections",
+               "Connections on the TCP listener (--listen), counted from their accept",
+               static_cast<double>(t.open));
+      AddLabelled(out, "pqcd_tcp_connections_refused_total",
+                  "TCP connections closed by pqcd as they were accepted: reason=limit "
+                  "(--max-tcp-connections), address_limit (--max-tcp-connections-per-address)",
+                  MetricType::Counter, "reason",
+                  {{"limit", static_cast<double>(t.refused_limit)},
+                   {"address_limit", static_cast<double>(t.refused_address_limit)}});
     }
     if (key_store_link_) {
       const KeyStoreLink l = key_store_link_();
@@ -436,6 +452,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   std::function<size_t()> held_keys_;
   std::function<KeyRefusals()> key_refusals_;
   std::function<UnixConnections()> unix_connections_;
+  std::function<TcpConnections()> tcp_connections_;
   std::function<Bounds()> bounds_;
   std::function<KeyStoreLink()> key_store_link_;
   std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
@@ -496,6 +513,10 @@ void Metrics::SetBoundsSource(std::function<Bounds()> source) {
 
 void Metrics::SetUnixConnectionsSource(std::function<UnixConnections()> source) {
   engine_collector_->SetUnixConnections(std::move(source));
+}
+
+void Metrics::SetTcpConnectionsSource(std::function<TcpConnections()> source) {
+  engine_collector_->SetTcpConnections(std::move(source));
 }
 
 void Metrics::SetKeyRefusalsSource(std::function<KeyRefusals()> source) {

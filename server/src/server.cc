@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,7 @@
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
+#include "tcp_gate.h"
 #include "tls_files.h"
 #include "unix_listener.h"
 
@@ -493,6 +495,20 @@ int DaemonMain(int argc, char** argv) {
   // (gRPC's default is two minutes). The Unix socket's own listener applies the same timeout.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
                              static_cast<int>(config.handshake_timeout_s * 1000));
+  // A connection with no call in progress for --connection-idle-timeout gets a GOAWAY, so idle
+  // connections do not keep their slots (--max-tcp-connections, --max-unix-connections) forever.
+  if (config.connection_idle_timeout_s > 0) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+        static_cast<int>(std::min(config.connection_idle_timeout_s * 1000, 2147483647.0)));
+  }
+  // TCP connections are counted and capped as gRPC accepts them (tcp_gate.h).
+  std::shared_ptr<TcpConnectionGate> tcp_gate;
+  if (!config.listen.empty()) {
+    tcp_gate = TcpConnectionGate::Create(
+        {config.max_tcp_connections, config.max_tcp_connections_per_address, log});
+    tcp_gate->Install(builder);
+  }
   builder.RegisterService(&crypto);
   builder.RegisterService(&keys);
   builder.RegisterService(&health);
@@ -530,6 +546,17 @@ int DaemonMain(int argc, char** argv) {
   if (!server || (!config.listen.empty() && tcp_port == 0)) {
     log->critical("cannot listen on {}", config.listen);
     return 1;
+  }
+  if (tcp_gate) {
+    if (!tcp_gate->installed()) {
+      log->warn(
+          "--max-tcp-connections and --max-tcp-connections-per-address are not in force: "
+          "this gRPC did not call pqcd's socket mutator for its listening socket");
+    }
+    metrics.SetTcpConnectionsSource([g = tcp_gate] {
+      const TcpConnectionGate::Refusals r = g->refusals();
+      return Metrics::TcpConnections{g->open(), r.limit, r.address_limit};
+    });
   }
   crypto.StartCoreServing(&core_queues);
   keys.StartCoreServing(&core_queues);
@@ -631,6 +658,7 @@ int DaemonMain(int argc, char** argv) {
   const int64_t left = ctx.inflight.load();
   if (left > 0 && !forced) log->warn("grace period over: cancelling {} request(s)", left);
   metrics.SetUnixConnectionsSource(nullptr);
+  metrics.SetTcpConnectionsSource(nullptr);
   if (unix_listener) unix_listener->Stop();  // no connections are handed over from here on
   stop_serving(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain,
                std::chrono::system_clock::now() + std::chrono::milliseconds(500));

@@ -1,7 +1,9 @@
 // Hostile callers against the real pqcd (issue 25, "Connections" and "/metrics"): half-open
-// connections on the Unix socket, garbage instead of HTTP/2, and stalled requests on the metrics
-// endpoint. Each attack must leave the daemon serving a bystander and must be cleared by the
-// daemon itself (polled with generous deadlines; nothing here is timed).
+// connections on the Unix socket, connection floods on TCP, idle connections, garbage instead of
+// HTTP/2, and stalled requests on the metrics endpoint. Each attack must leave the daemon serving a
+// bystander and must be cleared by the daemon itself (polled with generous deadlines; nothing here
+// is timed).
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -129,6 +132,100 @@ TEST(Connections, HalfOpenTcpConnectionIsClosed) {
   EXPECT_TRUE(Eventually([&] { return ClosedByPeer(fd); }, seconds(10)));
   ::close(fd);
   EXPECT_GE(MetricValue(HttpGet(d.metrics_port(), "/metrics"), "pqcd_selftest_passed"), 1);
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+// A TCP connection from `source` (a loopback address) that has sent the HTTP/2 client preface
+// and an empty SETTINGS frame, so that gRPC takes it for a client; -1 when it cannot connect.
+int Http2ConnectFrom(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  static const char kPrefaceAndSettings[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+  (void)::send(fd, kPrefaceAndSettings, sizeof(kPrefaceAndSettings) - 1, MSG_NOSIGNAL);
+  return fd;
+}
+
+bool HashServedOnTcp(const Daemon& d) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  HashRequest req;
+  req.set_algorithm(SHA3_256);
+  req.set_data("abc");
+  HashResponse resp;
+  return d.Crypto()->Hash(&ctx, req, &resp).ok() && resp.digest().size() == 32;
+}
+
+// Connections from one peer address beyond its cap are closed as they are accepted, while another
+// address is served; past the total, every new connection is closed; and the slots come back once
+// the flood's connections are gone. (--handshake-timeout is raised so that the flood's
+// connections stay while the test looks at them.)
+TEST(Connections, TcpConnectionsAreCappedPerAddressAndInTotal) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--max-tcp-connections", "8", "--max-tcp-connections-per-address", "4",
+                       "--handshake-timeout", "600"}));
+  const auto open = [&] { return Metric(d, "pqcd_tcp_connections"); };
+  const auto refused = [&](const char* reason) {
+    return Metric(d, std::string("pqcd_tcp_connections_refused_total{reason=\"") + reason + "\"}");
+  };
+  ASSERT_TRUE(Eventually([&] { return open() == 0; })) << "start-up connections still open";
+  std::vector<int> flood;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = Http2ConnectFrom("127.0.0.2", d.port());
+    ASSERT_GE(fd, 0);
+    flood.push_back(fd);
+  }
+  ASSERT_TRUE(Eventually([&] { return open() + refused("address_limit") >= 6; })) << d.log();
+  EXPECT_EQ(open(), 4);
+  EXPECT_EQ(refused("address_limit"), 2);
+  const auto closed = [&](const std::vector<int>& fds) {
+    return std::count_if(fds.begin(), fds.end(), [](int fd) { return ClosedByPeer(fd); });
+  };
+  size_t closed_flood = 0;
+  EXPECT_TRUE(Eventually([&] { return (closed_flood += closed(flood)) == 2; }, seconds(10)));
+  // A bystander at another address is served.
+  EXPECT_TRUE(HashServedOnTcp(d)) << d.log();
+  EXPECT_NE(d.log().find("--max-tcp-connections-per-address 4 reached"), std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return open() == 4; })) << "the bystander's connection stays";
+  // Four more from a second address fill the total: the next connection is closed at once.
+  for (int i = 0; i < 4; ++i) {
+    const int fd = Http2ConnectFrom("127.0.0.3", d.port());
+    ASSERT_GE(fd, 0);
+    flood.push_back(fd);
+  }
+  ASSERT_TRUE(Eventually([&] { return open() == 8; })) << d.log();
+  const int over = Http2ConnectFrom("127.0.0.4", d.port());
+  ASSERT_GE(over, 0);
+  EXPECT_TRUE(Eventually([&] { return ClosedByPeer(over); }, seconds(10)));
+  ::close(over);
+  EXPECT_EQ(refused("limit"), 1);
+  // The flood leaves: its slots are free again.
+  for (int fd : flood) ::close(fd);
+  EXPECT_TRUE(HashServedOnTcp(d)) << d.log();
+  EXPECT_TRUE(Eventually([&] { return open() == 0; }));
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+// A connection without a call in progress is closed after --connection-idle-timeout (HTTP/2
+// GOAWAY, then the end of the connection), which frees its slot.
+TEST(Connections, IdleConnectionIsClosed) {
+  Daemon d;
+  ASSERT_TRUE(d.Start({"--connection-idle-timeout", "1", "--handshake-timeout", "600"}));
+  const int fd = Http2ConnectFrom("127.0.0.1", d.port());
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(Eventually([&] { return ClosedByPeer(fd); }, seconds(20)));
+  ::close(fd);
+  EXPECT_TRUE(Eventually([&] { return Metric(d, "pqcd_tcp_connections") == 0; }));
   EXPECT_EQ(d.Terminate(), 0);
 }
 

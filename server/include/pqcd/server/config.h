@@ -27,6 +27,9 @@ struct Config {
   uint32_t max_unix_connections = 1024;             // Unix socket connections at once
   uint32_t max_unix_connections_per_uid = 256;      // ... from one uid
   double handshake_timeout_s = 5.0;                 // to complete the HTTP/2 (and TLS) handshake
+  uint32_t max_tcp_connections = 4096;              // TCP connections on --listen at once
+  uint32_t max_tcp_connections_per_address = 1024;  // ... from one peer address (IPv6: /64)
+  double connection_idle_timeout_s = 600;           // no call in progress: GOAWAY; 0: never
   std::string tls_min_version = "1.2";              // 1.2 or 1.3
   std::string legacy_local_owner;  // owner given to keys that the old code stored as "local"
   std::string data_dir;            // held keys persisted here; "": memory only

@@ -59,6 +59,14 @@ class Metrics {
     uint64_t refused_not_http2 = 0;
   };
   void SetUnixConnectionsSource(std::function<UnixConnections()> source);
+  // The TCP listener's connections (pqcd_tcp_connections*), read at scrape time; only exported
+  // when the daemon listens on TCP.
+  struct TcpConnections {
+    size_t open = 0;
+    uint64_t refused_limit = 0;
+    uint64_t refused_address_limit = 0;
+  };
+  void SetTcpConnectionsSource(std::function<TcpConnections()> source);
   // The whole-daemon bounds (bounds.h), read at scrape time.
   struct Bounds {
     size_t memory_held = 0;
