@@ -2,145 +2,31 @@
 // that opens Batch calls asking for megabytes of answers each and never takes them (its stream
 // flow-control window is 0). The daemon must refuse that identity's calls past its share of the
 // memory account, keep serving another identity, and free the unread answers by itself.
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "daemon_fixture.h"
 #include "gtest/gtest.h"
+#include "never_reading_client.h"
 
 namespace pqcd::testing {
 namespace {
 
 using namespace pqc::v1;
 using std::chrono::seconds;
-
-// An HTTP/2 client written by hand (RFC 9113, HPACK literals only): it announces an initial
-// stream window of 0, so the daemon can send each call's headers but none of its answer. It does
-// answer the connection's SETTINGS and PINGs (from its reader thread), so the connection itself
-// stays healthy.
-class NeverReadingClient {
- public:
-  explicit NeverReadingClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    if (!connected_) return;
-    std::string out = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    // SETTINGS: ENABLE_PUSH (0x2) = 0, INITIAL_WINDOW_SIZE (0x4) = 0.
-    const std::string settings("\x00\x02\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00", 12);
-    out += Frame(0x4, 0, 0, settings);
-    Send(out);
-    reader_ = std::thread([this] { Read(); });
-  }
-  ~NeverReadingClient() {
-    ::shutdown(fd_, SHUT_RDWR);
-    if (reader_.joinable()) reader_.join();
-    ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-
-  // Opens a call of `method` ("/pqc.v1.Crypto/Batch") with one serialized request message.
-  void Call(const std::string& method, const std::string& message) {
-    std::string headers;
-    for (const auto& [name, value] : {std::pair<std::string, std::string>{":method", "POST"},
-                                      {":scheme", "http"},
-                                      {":path", method},
-                                      {":authority", "127.0.0.1"},
-                                      {"content-type", "application/grpc"},
-                                      {"te", "trailers"}}) {
-      headers += '\0';  // literal header field without indexing, new name
-      headers += static_cast<char>(name.size());
-      headers += name;
-      headers += static_cast<char>(value.size());
-      headers += value;
-    }
-    std::string grpc_message(5, '\0');
-    const uint32_t n = static_cast<uint32_t>(message.size());
-    grpc_message[1] = static_cast<char>(n >> 24);
-    grpc_message[2] = static_cast<char>(n >> 16);
-    grpc_message[3] = static_cast<char>(n >> 8);
-    grpc_message[4] = static_cast<char>(n);
-    grpc_message += message;
-    Send(Frame(0x1, 0x4, next_stream_, headers) + Frame(0x0, 0x1, next_stream_, grpc_message));
-    next_stream_ += 2;
-  }
-
- private:
-  static std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
-                           const std::string& payload) {
-    std::string f(9, '\0');
-    const size_t len = payload.size();
-    f[0] = static_cast<char>(len >> 16);
-    f[1] = static_cast<char>(len >> 8);
-    f[2] = static_cast<char>(len);
-    f[3] = static_cast<char>(type);
-    f[4] = static_cast<char>(flags);
-    f[5] = static_cast<char>(stream >> 24);
-    f[6] = static_cast<char>(stream >> 16);
-    f[7] = static_cast<char>(stream >> 8);
-    f[8] = static_cast<char>(stream);
-    return f + payload;
-  }
-  void Send(const std::string& bytes) {
-    std::lock_guard<std::mutex> lock(send_mu_);
-    for (size_t off = 0; off < bytes.size();) {
-      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
-  // Reads frames: ACKs SETTINGS and PINGs, ignores the rest (headers, trailers of refused calls).
-  void Read() {
-    std::string buf;
-    char chunk[16384];
-    for (;;) {
-      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n <= 0) return;
-      buf.append(chunk, static_cast<size_t>(n));
-      while (buf.size() >= 9) {
-        const size_t len = (size_t{static_cast<uint8_t>(buf[0])} << 16) |
-                           (size_t{static_cast<uint8_t>(buf[1])} << 8) |
-                           static_cast<uint8_t>(buf[2]);
-        if (buf.size() < 9 + len) break;
-        const uint8_t type = static_cast<uint8_t>(buf[3]);
-        const uint8_t flags = static_cast<uint8_t>(buf[4]);
-        if (type == 0x4 && (flags & 0x1) == 0) Send(Frame(0x4, 0x1, 0, ""));
-        if (type == 0x6 && (flags & 0x1) == 0) Send(Frame(0x6, 0x1, 0, buf.substr(9, len)));
-        buf.erase(0, 9 + len);
-      }
-    }
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  uint32_t next_stream_ = 1;
-  std::mutex send_mu_;
-  std::thread reader_;
-};
-
-// 255 SHAKE256 outputs of 64 KiB: ~16 MiB of answers from a 3 KB request.
-std::string HugeBatch() {
-  BatchRequest req;
-  for (int i = 0; i < 255; ++i) {
-    Operation* op = req.add_operations();
-    op->mutable_hash()->set_algorithm(SHAKE256);
-    op->mutable_hash()->set_data(std::to_string(i));
-    op->mutable_hash()->set_output_length(64 << 10);
-  }
-  return req.SerializeAsString();
-}
 
 double Metric(const Daemon& d, const std::string& name) {
   return MetricValue(HttpGet(d.metrics_port(), "/metrics"), name);
@@ -153,7 +39,7 @@ TEST(MemoryAccount, UnreadAnswersAreBoundedPerIdentityAndFreed) {
   ASSERT_TRUE(d.Start({"--unix", sock, "--unread-answer-timeout", "4"}));
   const long rss_before = RssKiB(d.pid());
   const std::string batch = HugeBatch();
-  NeverReadingClient attacker(d.port());
+  NeverReadingClient attacker(NeverReadingClient::ConnectTcp(d.port()));
   ASSERT_TRUE(attacker.connected());
   constexpr int kCalls = 64;  // ~1 GiB of answers if nothing bounded them
   for (int i = 0; i < kCalls; ++i) attacker.Call("/pqc.v1.Crypto/Batch", batch);
@@ -201,6 +87,143 @@ TEST(MemoryAccount, UnreadAnswersAreBoundedPerIdentityAndFreed) {
       << d.log();
   EXPECT_TRUE(Eventually([&] { return Metric(d, "pqcd_memory_held_bytes") == 0; })) << d.log();
   EXPECT_TRUE(HashServedOnUnix(sock));
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
+// pqcd_flood_helper running as `uid`: its standard input and output are ours. Closing `in` ends
+// it; the destructor does that and waits for it.
+class FloodHelper {
+ public:
+  FloodHelper(uid_t uid, const std::string& sock, int calls) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return;
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      ::close(in[0]);
+      ::close(in[1]);
+      return;
+    }
+    std::vector<std::string> args = {PQCD_FLOOD_HELPER, sock, std::to_string(calls)};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s = {"ASAN_OPTIONS=detect_leaks=0", "PATH=/usr/bin:/bin"};
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {  // only async-signal-safe calls until execve
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(126);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    in_ = in[1];
+    out_ = out[0];
+  }
+  ~FloodHelper() {
+    Release();
+    if (out_ >= 0) ::close(out_);
+    if (pid_ > 0) {
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  // Whether it has sent its calls (it says so on its output) within `timeout`.
+  bool Sent(std::chrono::milliseconds timeout = seconds(60)) {
+    std::string got;
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (got.find('\n') == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      pollfd p{out_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buf[64];
+      const ssize_t n = ::read(out_, buf, sizeof(buf));
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got == "sent\n";
+  }
+  // Ends its connection (and so its calls).
+  void Release() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
+  int out_ = -1;
+};
+
+// Every identity attacking at once: the anonymous TCP identity and eight Unix uids each open 64
+// never-read Batch calls (~1 GiB of answers each if nothing bounded them), with the default
+// bounds. Each identity gets at most its share, the total holds for all of them together, the
+// daemon's resident set stays within --memory-limit (192 MiB) + 64 MiB, and everything returns
+// once they leave.
+TEST(MemoryAccount, AllIdentitiesAtOnceStayWithinTheLimit) {
+  if (::geteuid() != 0) GTEST_SKIP() << "attacking as several uids needs root";
+  constexpr int kUids = 8;
+  constexpr int kCalls = 64;
+  constexpr double kLimit = 192.0 * (1 << 20);  // --memory-limit's default
+  Daemon d;
+  ASSERT_EQ(::chmod(d.dir().path().c_str(), 0755), 0);
+  const std::string sock = d.dir() / "s.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--unix-mode", "0666"}));
+  const std::string refused_batches =
+      "pqcd_requests_total{algorithm=\"mixed\",code=\"RESOURCE_EXHAUSTED\",rpc=\"Batch\"}";
+  const std::string shake_ops = "pqcd_operations_total{algorithm=\"SHAKE256\",operation=\"hash\"}";
+  const double shake_before = Metric(d, shake_ops);
+  const long rss_before = RssKiB(d.pid());
+  long rss_peak = rss_before;
+  double held_peak = 0;
+  const auto sample = [&] {
+    rss_peak = std::max(rss_peak, RssKiB(d.pid()));
+    held_peak = std::max(held_peak, Metric(d, "pqcd_memory_held_bytes"));
+  };
+
+  const std::string batch = HugeBatch();
+  NeverReadingClient tcp(NeverReadingClient::ConnectTcp(d.port()));
+  ASSERT_TRUE(tcp.connected());
+  for (int i = 0; i < kCalls; ++i) tcp.Call("/pqc.v1.Crypto/Batch", batch);
+  std::vector<std::unique_ptr<FloodHelper>> helpers;
+  for (int i = 0; i < kUids; ++i) {
+    helpers.push_back(std::make_unique<FloodHelper>(2001 + i, sock, kCalls));
+    ASSERT_TRUE(helpers.back()->Sent()) << "helper as uid " << 2001 + i << "\n" << d.log();
+    sample();
+  }
+  // Every call is refused, or charged and computed (its answers then wait unread, for the
+  // default --unread-answer-timeout of 30 s).
+  constexpr int kAll = (kUids + 1) * kCalls;
+  ASSERT_TRUE(Eventually([&] {
+    sample();
+    const double refused = Metric(d, refused_batches);
+    return refused + (Metric(d, shake_ops) - shake_before) / 255 >= kAll;
+  })) << d.log();
+  sample();
+  const double refused = Metric(d, refused_batches);
+  RecordProperty("calls_refused", std::to_string(refused));
+  RecordProperty("rss_before_kib", std::to_string(rss_before));
+  RecordProperty("rss_peak_kib", std::to_string(rss_peak));
+  RecordProperty("memory_held_peak_bytes", std::to_string(held_peak));
+  EXPECT_GE(refused, kAll - 16) << "calls past the account's total were served";
+  EXPECT_LE(held_peak, kLimit);
+  // The resident set: its growth always (sanitizer builds start far above an ordinary one), and
+  // its size where the daemon is an ordinary build.
+  EXPECT_LE(rss_peak - rss_before, 256L * 1024)
+      << "RSS grew from " << rss_before << " to " << rss_peak << " KiB";
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LE(rss_peak, 256L * 1024) << "peak RSS " << rss_peak << " KiB";
+#endif
+  // They leave: their calls end and the account is empty again.
+  for (auto& h : helpers) h->Release();
+  helpers.clear();
+  EXPECT_TRUE(Eventually([&] { return Metric(d, "pqcd_memory_held_bytes") <= 64.0 * (1 << 20); }))
+      << d.log();
+  EXPECT_TRUE(HashServedOnUnix(sock)) << d.log();
   EXPECT_EQ(d.Terminate(), 0);
 }
 
