@@ -6,15 +6,21 @@
 //    a file whose name does not match its authenticated content is rejected). One file per version
 //    rather than an append-only log: each change is one atomic rename or unlink, a damaged file
 //    affects exactly one key version, and deleted key material really leaves the disk;
-//  - MANIFEST, sealed under a key derived from the KEK (distinct from the record key): a counter
-//    that grows with every rewrite, and for every live key its owner, id, highest version ever held
-//    (so version numbers are never reused, also across restarts) and the uid of each live version's
-//    record. A record file is loaded only when the manifest lists its (owner, key_id, version,
-//    uid): a deleted record put back from a backup is reported and not loaded (nor deleted).
-//    Manifest entries without a loadable file are reported too. The manifest is rewritten
-//    atomically (temporary file, fsync, rename, directory fsync) by every Create/AddVersion/Delete;
-//    it is the commit point (written before a new record file, and before deleted files are
-//    unlinked).
+//  - MANIFEST.<owner tag>, one per owner, sealed under a key derived from the KEK (distinct from
+//    the record key): the owner, a counter that grows with every rewrite, and for every live key of
+//    that owner its id, highest version ever held (so version numbers are never reused, also
+//    across restarts) and the uid of each live version's record. A record file is loaded only when
+//    its owner's manifest lists its (key_id, version, uid): a deleted record put back from a
+//    backup is reported and not loaded (nor deleted). Manifest entries without a loadable file are
+//    reported too. The owner's manifest is rewritten atomically (temporary file, fsync, rename,
+//    directory fsync) by every Create/AddVersion/Delete of that owner, and only that one, so a
+//    change costs with its owner's keys, not with everyone's; it is the commit point (written
+//    before a new record file, and before deleted files are unlinked). Records of an owner without
+//    a manifest file fail Open, as a missing manifest did; an owner left without keys keeps an
+//    empty one (a crash may leave its records behind) until an Open finds none of its records.
+//  - MANIFEST (earlier layout: every owner in one file) is converted at Open: the per-owner files
+//    are written from it, then it is removed. While it exists it is the manifest, and per-owner
+//    files beside it are the leftovers of a conversion cut short (rewritten or removed).
 //  - ROTATION, only while a KEK rotation is unfinished (RotateKek): a sealed journal naming the old
 //    and the new KEK's check values. Open refuses the directory while it exists.
 //  - Legacy directories (written before per-owner ids: <key_id>.v<N>.key records of format 1 and
@@ -324,6 +330,10 @@ struct KeyStore::Impl {
 
   std::mutex write_mu;            // serializes Create/AddVersion/Delete (held across disk I/O)
   uint64_t manifest_counter = 0;  // guarded by write_mu
+  // File store: the owner tags that have a MANIFEST.<tag> file, and whether the single MANIFEST of
+  // the layout before per-owner manifests is still there. Guarded by write_mu.
+  std::set<std::string> shard_tags;
+  bool single_manifest = false;
   mutable std::shared_mutex mu;
   std::map<Id, Entry> keys;                 // guarded by mu
   std::map<std::string, size_t> per_owner;  // keys per owner; guarded by mu
@@ -416,32 +426,81 @@ struct KeyStore::Impl {
   void SyncLoop();
   void UpdateServing();
 
-  Manifest Snapshot() const {
+  // The manifest as the cache holds it: every key, or (owner given, file store) only that owner's
+  // keys, which is all a change of that owner rewrites. The database keeps one manifest row, so
+  // for it the owner is ignored.
+  Manifest Snapshot(const std::string* owner = nullptr) const {
     Manifest m;
     std::shared_lock lock(mu);
-    for (const auto& [id, e] : keys) {
+    const auto add = [&](const Id& id, const Entry& e) {
       ManifestKey& k = m.keys[id];
       k.high_water = e.high_water;
       k.versions = e.uids;
+    };
+    if (owner != nullptr && pg == nullptr) {
+      for (auto it = keys.lower_bound(Id{*owner, ""});
+           it != keys.end() && it->first.first == *owner; ++it) {
+        add(it->first, it->second);
+      }
+    } else {
+      for (const auto& [id, e] : keys) add(id, e);
     }
     return m;
   }
 
-  // Seals and durably replaces keys/MANIFEST. Called with write_mu held.
-  absl::Status WriteManifest(Manifest m) {
+  // Seals and durably writes the manifest (write_mu held). The database: its manifest row, inside
+  // the change's transaction. The file store: with `owner`, that owner's file MANIFEST.<tag> (m
+  // lists only its keys; an owner left with none keeps an empty one, so that its records, should
+  // a crash leave some, are reported rather than refused); without, every owner's file, then the
+  // files of owners m no longer lists and the single MANIFEST of the older layout go.
+  absl::Status WriteManifest(Manifest m, const std::string* owner = nullptr) {
     m.counter = manifest_counter + 1;
     if (pg != nullptr) {  // inside the change's transaction; counted at CommitChange
       if (auto st = pg->WriteManifest(m); !st.ok()) return st;
       pending_counter = m.counter;
       return absl::OkStatus();
     }
-    auto sealed = sealer->SealBlob(kManifestMagic, internal::EncodeManifestPayload(m));
+    if (owner != nullptr) {
+      if (auto st = WriteShard(*owner, m); !st.ok()) return st;
+      manifest_counter = m.counter;
+      return absl::OkStatus();
+    }
+    std::map<std::string, Manifest> by_owner;
+    for (auto& [id, k] : m.keys) {
+      Manifest& part = by_owner[id.first];
+      part.counter = m.counter;
+      part.keys.emplace(id, std::move(k));
+    }
+    std::set<std::string> written;
+    for (const auto& [o, part] : by_owner) {
+      if (auto st = WriteShard(o, part); !st.ok()) return st;
+      written.insert(internal::OwnerTag(o));
+    }
+    const std::set<std::string> before = shard_tags;
+    for (const std::string& tag : before) {
+      if (!written.contains(tag)) {
+        RemoveFile(std::string(kManifestName) + "." + tag);
+        shard_tags.erase(tag);
+      }
+    }
+    if (single_manifest) RemoveFile(kManifestName);
+    if (auto st = FsyncFd(keys_dir_fd.get(), keys_dir); !st.ok()) return st;
+    single_manifest = false;
+    manifest_counter = m.counter;
+    return absl::OkStatus();
+  }
+
+  // Seals and durably replaces keys/MANIFEST.<owner tag> with m (only that owner's keys).
+  absl::Status WriteShard(const std::string& owner, const Manifest& m) {
+    auto sealed =
+        sealer->SealBlob(internal::kManifestShardMagic, internal::EncodeManifestShard(owner, m));
     if (!sealed.ok()) return sealed.status();
-    if (auto st = WriteFileAtomic(keys_dir_fd.get(), keys_dir, kManifestName, *sealed, true);
+    if (auto st = WriteFileAtomic(keys_dir_fd.get(), keys_dir,
+                                  internal::MakeManifestShardName(owner), *sealed, true);
         !st.ok()) {
       return st;
     }
-    manifest_counter = m.counter;
+    shard_tags.insert(internal::OwnerTag(owner));
     return absl::OkStatus();
   }
 
@@ -988,39 +1047,92 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
     return absl::FailedPreconditionError(absl::StrCat("key store ", impl.keys_dir, ": ", why));
   };
 
-  // The sealed manifest (absent: a legacy or new directory). Any error but "not found" is fatal:
-  // loading without it could bring deleted records back.
+  // Scan keys/. A read error fails Open (it could hide records or legacy markers).
+  std::vector<std::string> names;
+  {
+    DIR* dir = fdopendir(dup(dir_fd));
+    if (dir == nullptr) return fail(absl::StrCat("cannot list: ", Errno(errno)));
+    for (;;) {
+      errno = 0;
+      dirent* de = readdir(dir);
+      if (de == nullptr) {
+        const int err = errno;
+        closedir(dir);
+        if (err != 0) return fail(absl::StrCat("cannot list: ", Errno(err)));
+        break;
+      }
+      std::string name = de->d_name;
+      if (name != "." && name != "..") names.push_back(std::move(name));
+    }
+  }
+  std::sort(names.begin(), names.end());
+
+  // The sealed manifest: one file per owner, MANIFEST.<owner tag>, or the single MANIFEST of the
+  // layout before per-owner files, which wins over per-owner files beside it (the leftovers of an
+  // interrupted conversion, replaced below). Neither: a legacy or new directory. Any error but
+  // "not found" is fatal: loading without it could bring deleted records back.
   std::optional<Manifest> manifest;
   bool manifest_under_old = false;
+  std::set<std::string> empty_shards;  // owner tags whose file lists no key
+  // The payload of the sealed blob `name`; nullopt when there is no such file.
+  const auto read_blob =
+      [&](const std::string& name,
+          const char magic[4]) -> absl::StatusOr<std::optional<std::vector<uint8_t>>> {
+    auto bytes = ReadRecordFile(dir_fd, name, internal::kMaxManifestBytes);
+    if (!bytes.ok()) {
+      if (bytes.status().code() == absl::StatusCode::kNotFound) return std::nullopt;
+      return fail(absl::StrCat("cannot read ", name, ": ", bytes.status().message()));
+    }
+    std::vector<uint8_t> plain;
+    std::string reason;
+    OpenFailure f = impl.sealer->OpenBlob(magic, bytes->data(), bytes->size(), &plain, &reason);
+    if (f == OpenFailure::kWrongKek && impl.old_sealer != nullptr) {
+      f = impl.old_sealer->OpenBlob(magic, bytes->data(), bytes->size(), &plain, &reason);
+      if (f == OpenFailure::kNone) manifest_under_old = true;
+    }
+    if (f == OpenFailure::kWrongKek) {
+      return fail(absl::StrCat(name, " is sealed under a different key-encryption key: ",
+                               "wrong KEK? (", options.kek_file, ")"));
+    }
+    if (f != OpenFailure::kNone) {
+      return fail(
+          absl::StrCat(name, ": ", reason, "; restore it from a backup (nothing was loaded)"));
+    }
+    return plain;
+  };
   {
-    auto bytes = ReadRecordFile(dir_fd, kManifestName, internal::kMaxManifestBytes);
-    if (bytes.ok()) {
-      std::vector<uint8_t> plain;
-      std::string reason;
-      OpenFailure f =
-          impl.sealer->OpenBlob(kManifestMagic, bytes->data(), bytes->size(), &plain, &reason);
-      if (f == OpenFailure::kWrongKek && impl.old_sealer != nullptr) {
-        f = impl.old_sealer->OpenBlob(kManifestMagic, bytes->data(), bytes->size(), &plain,
-                                      &reason);
-        manifest_under_old = f == OpenFailure::kNone;
-      }
-      if (f == OpenFailure::kWrongKek) {
-        return fail(absl::StrCat(kManifestName, " is sealed under a different key-encryption key: ",
-                                 "wrong KEK? (", options.kek_file, ")"));
-      }
-      if (f != OpenFailure::kNone) {
-        return fail(absl::StrCat(kManifestName, ": ", reason,
-                                 "; restore it from a backup (nothing was loaded)"));
-      }
+    auto single = read_blob(kManifestName, kManifestMagic);
+    if (!single.ok()) return single.status();
+    if (*single) {
       Manifest m;
-      if (!internal::DecodeManifestPayload(plain.data(), plain.size(), &m)) {
+      if (!internal::DecodeManifestPayload((*single)->data(), (*single)->size(), &m)) {
         return fail(absl::StrCat(kManifestName, ": authenticated but unparsable"));
       }
-      impl.manifest_counter = m.counter;
+      impl.single_manifest = true;
       manifest = std::move(m);
-    } else if (bytes.status().code() != absl::StatusCode::kNotFound) {
-      return fail(absl::StrCat("cannot read ", kManifestName, ": ", bytes.status().message()));
     }
+    for (const std::string& name : names) {
+      const auto tag = internal::ParseManifestShardName(name);
+      if (!tag) continue;
+      impl.shard_tags.insert(*tag);
+      if (impl.single_manifest) continue;
+      auto blob = read_blob(name, internal::kManifestShardMagic);
+      if (!blob.ok()) return blob.status();
+      if (!*blob) return fail(absl::StrCat(name, " vanished while the store was opened"));
+      std::string owner;
+      Manifest part;
+      if (!internal::DecodeManifestShard((*blob)->data(), (*blob)->size(), &owner, &part) ||
+          internal::OwnerTag(owner) != *tag) {
+        return fail(absl::StrCat(name, ": authenticated but unparsable, or not the manifest of ",
+                                 "the owner its name says; restore it from a backup (nothing ",
+                                 "was loaded)"));
+      }
+      if (!manifest) manifest.emplace();
+      manifest->counter = std::max(manifest->counter, part.counter);
+      if (part.keys.empty()) empty_shards.insert(*tag);
+      for (auto& [id, k] : part.keys) manifest->keys.emplace(id, std::move(k));
+    }
+    if (manifest) impl.manifest_counter = manifest->counter;
   }
 
   // The rotation journal.
@@ -1059,26 +1171,6 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
     }
   }
 
-  // Scan keys/. A read error fails Open (it could hide records or legacy markers).
-  std::vector<std::string> names;
-  {
-    DIR* dir = fdopendir(dup(dir_fd));
-    if (dir == nullptr) return fail(absl::StrCat("cannot list: ", Errno(errno)));
-    for (;;) {
-      errno = 0;
-      dirent* de = readdir(dir);
-      if (de == nullptr) {
-        const int err = errno;
-        closedir(dir);
-        if (err != 0) return fail(absl::StrCat("cannot list: ", Errno(err)));
-        break;
-      }
-      std::string name = de->d_name;
-      if (name != "." && name != "..") names.push_back(std::move(name));
-    }
-  }
-  std::sort(names.begin(), names.end());
-
   struct Loaded {
     std::string name;
     internal::OpenResult rec;
@@ -1094,6 +1186,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   };
   for (const std::string& name : names) {
     if (name == kManifestName || name == kJournalName) continue;
+    if (internal::ParseManifestShardName(name)) continue;
     if (name.starts_with(kTempPrefix)) {
       if (unlinkat(dir_fd, name.c_str(), 0) == 0) {
         ++rep.temp_files_removed;
@@ -1171,6 +1264,22 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
   std::vector<Loaded*> to_migrate;
   std::vector<std::string> legacy_to_remove = legacy_marker_names;
   std::set<std::tuple<std::string, std::string, uint32_t>> current_ids;  // accepted new-form
+  if (manifest && !impl.single_manifest) {
+    // Every owner with records has its manifest file: one that went missing is restored, not
+    // taken for "this owner holds nothing".
+    std::map<std::string, size_t> orphaned;  // owner tag -> records
+    for (const Loaded& l : current) {
+      const std::string tag = internal::OwnerTag(l.rec.meta.owner);
+      if (!impl.shard_tags.contains(tag)) ++orphaned[tag];
+      empty_shards.erase(tag);
+    }
+    if (!orphaned.empty()) {
+      const auto& [tag, n] = *orphaned.begin();
+      return fail(absl::StrCat(kManifestName, ".", tag, " is missing but ", n,
+                               " record file(s) of its owner exist (", orphaned.size(),
+                               " owner(s) in all); restore it from a backup (nothing was loaded)"));
+    }
+  }
   if (manifest) {
     for (Loaded& l : current) {
       const RecordMeta& m = l.rec.meta;
@@ -1205,9 +1314,10 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
       legacy_ids.emplace(migrated_owner(l.rec.meta.owner), l.rec.meta.key_id, l.rec.meta.version);
     }
     if (!current.empty() && legacy.empty()) {
-      return fail(absl::StrCat(kManifestName, " is missing but ", current.size(),
-                               " owner-qualified record file(s) exist; restore ", kManifestName,
-                               " from a backup (nothing was loaded)"));
+      return fail(absl::StrCat("the manifest (", kManifestName,
+                               ".<owner tag> files) is missing but ", current.size(),
+                               " owner-qualified record file(s) exist; restore it from a backup "
+                               "(nothing was loaded)"));
     }
     for (Loaded& l : current) {
       const RecordMeta& m = l.rec.meta;
@@ -1267,6 +1377,18 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
       if (it != impl.keys.end()) {
         it->second.high_water = std::max(it->second.high_water, k.high_water);
       }
+    }
+    // The single MANIFEST becomes per-owner files, listing exactly what it listed (also versions
+    // reported missing, as every change keeps them until the next one of their owner). Then the
+    // files of owners with neither keys nor records go.
+    if (impl.single_manifest) {
+      if (auto st = impl.WriteManifest(*manifest); !st.ok()) return st;
+    } else if (!empty_shards.empty()) {
+      for (const std::string& tag : empty_shards) {
+        impl.RemoveFile(absl::StrCat(kManifestName, ".", tag));
+        impl.shard_tags.erase(tag);
+      }
+      if (auto st = FsyncFd(dir_fd, impl.keys_dir); !st.ok()) return st;
     }
   } else {
     // Migrate: new-form records first, then the manifest, then the old files go.
@@ -1365,11 +1487,11 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
         continue;
       }
     }
-    Manifest m = d.Snapshot();
+    Manifest m = d.Snapshot(&e.owner);
     ManifestKey& k = m.keys[id];
     k.high_water = e.high_water;
     k.versions = e.uids;
-    if (auto st = d.WriteManifest(std::move(m)); !st.ok()) return st;
+    if (auto st = d.WriteManifest(std::move(m), &e.owner); !st.ok()) return st;
     for (const auto& [v, rec] : e.versions) {
       if (auto st = d.Persist(rec, e.uids.at(v), /*replace=*/true); !st.ok()) return st;
     }
@@ -1472,14 +1594,14 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
     uid = std::move(*u);
     // The manifest first: a crash before the record is written leaves a "missing" entry (reported
     // at Open, dropped at the next change), never an unlisted record that blocks the id.
-    Manifest m = impl.Snapshot();
+    Manifest m = impl.Snapshot(&owner);
     ManifestKey& k = m.keys[{owner, key_id}];
     k.high_water = 1;
     k.versions[1] = uid;
-    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+    if (auto st = impl.WriteManifest(std::move(m), &owner); !st.ok()) return st;
     if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
       // best effort: take the entry back (a database change is rolled back as a whole)
-      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot());
+      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot(&owner), &owner);
       return st;
     }
     if (auto st = impl.CommitChange(); !st.ok()) return st;
@@ -1534,13 +1656,13 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
     auto u = RandomUid();
     if (!u.ok()) return u.status();
     uid = std::move(*u);
-    Manifest m = impl.Snapshot();
+    Manifest m = impl.Snapshot(&owner);
     ManifestKey& k = m.keys[{owner, key_id}];
     k.high_water = rec.version;
     k.versions[rec.version] = uid;
-    if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+    if (auto st = impl.WriteManifest(std::move(m), &owner); !st.ok()) return st;
     if (auto st = impl.Persist(rec, uid, /*replace=*/false); !st.ok()) {
-      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot());
+      if (impl.pg == nullptr) (void)impl.WriteManifest(impl.Snapshot(&owner), &owner);
       return st;
     }
     if (auto st = impl.CommitChange(); !st.ok()) return st;
@@ -1674,7 +1796,7 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
   if (impl.persistent) {
     // The manifest is the commit point: once it no longer lists the records they can never load
     // again, even if unlinking them fails or a copy is put back later.
-    Manifest m = impl.Snapshot();
+    Manifest m = impl.Snapshot(&owner);
     ManifestKey& k = m.keys[id];
     for (uint32_t v : targets) k.versions.erase(v);
     if (k.versions.empty()) m.keys.erase(id);  // the id may be created afresh, from version 1
@@ -1683,11 +1805,11 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
       for (uint32_t v : targets) {
         if (auto st = impl.pg->DeleteRecord(owner, key_id, v); !st.ok()) return st;
       }
-      if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+      if (auto st = impl.WriteManifest(std::move(m), &owner); !st.ok()) return st;
       if (auto st = impl.CommitChange(); !st.ok()) return st;
       change.committed = true;
     } else {
-      if (auto st = impl.WriteManifest(std::move(m)); !st.ok()) return st;
+      if (auto st = impl.WriteManifest(std::move(m), &owner); !st.ok()) return st;
       for (uint32_t v : targets) impl.RemoveFile(internal::MakeKeyFileName(owner, key_id, v));
       if (auto st = FsyncFd(impl.keys_dir_fd.get(), impl.keys_dir); !st.ok()) {
         spdlog::warn("key store: {}",

@@ -448,6 +448,42 @@ std::optional<KeyFileName> ParseKeyFileName(std::string_view name, bool legacy) 
   return out;
 }
 
+constexpr std::string_view kManifestShardPrefix = "MANIFEST.";
+
+std::string MakeManifestShardName(std::string_view owner) {
+  return std::string(kManifestShardPrefix) + OwnerTag(owner);
+}
+
+std::optional<std::string> ParseManifestShardName(std::string_view name) {
+  if (!name.starts_with(kManifestShardPrefix)) return std::nullopt;
+  name.remove_prefix(kManifestShardPrefix.size());
+  if (name.size() != kOwnerTagChars) return std::nullopt;
+  for (const char c : name) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  }
+  return std::string(name);
+}
+
+std::vector<uint8_t> EncodeManifestShard(std::string_view owner, const Manifest& m) {
+  std::vector<uint8_t> out;
+  PutBytes(out, owner.data(), owner.size());
+  const std::vector<uint8_t> payload = EncodeManifestPayload(m);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+bool DecodeManifestShard(const uint8_t* data, size_t size, std::string* owner, Manifest* m) {
+  Reader r(data, size);
+  std::string o;
+  if (!r.Str(&o) || o.empty()) return false;
+  if (!DecodeManifestPayload(data + r.pos(), r.left(), m)) return false;
+  for (const auto& [id, key] : m->keys) {
+    if (id.first != o) return false;
+  }
+  owner->assign(o);
+  return true;
+}
+
 std::vector<uint8_t> EncodeManifestPayload(const Manifest& m) {
   std::vector<uint8_t> out;
   PutU64(out, m.counter);

@@ -471,7 +471,7 @@ TEST_F(KeyStoreTest, FilesHoldNoPlaintextPrivateKeyAndArePrivate) {
           << e.path() << " contains private key bytes at key offset " << off;
     }
   }
-  EXPECT_EQ(files, 4u);  // two records + MANIFEST + LOCK
+  EXPECT_EQ(files, 4u);  // two records + the owner's manifest + LOCK
   const auto mode = fs::status(KeyFile("k", 1)).permissions();
   EXPECT_EQ(mode & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
   // The same key sealed twice gives different ciphertexts (fresh nonces).
@@ -525,8 +525,8 @@ TEST_F(KeyStoreTest, FifosInPlaceOfFilesDoNotBlockOpen) {
   }
   restore(record, saved);
 
-  // The MANIFEST: Open fails with the reason.
-  const fs::path manifest = root_ / "data" / "keys" / "MANIFEST";
+  // The owner's manifest file: Open fails with the reason.
+  const fs::path manifest = root_ / "data" / "keys" / internal::MakeManifestShardName("o");
   ASSERT_TRUE(fs::exists(manifest));
   saved = plant_fifo(manifest);
   {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +55,17 @@ std::set<std::string> FileNames(const fs::path& dir) {
   std::set<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
   return out;
+}
+
+std::vector<uint8_t> ReadBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteBytes(const fs::path& p, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string Join(const std::vector<std::string>& v) {
@@ -303,7 +315,7 @@ TEST_F(KeyStoreV2Test, LegacyDirectoryMigratesAndKeepsEveryPublicKey) {
     EXPECT_EQ(rep.manifest_counter, 1u);
   }
   // The old names are gone (records and the marker); the new ones and the manifest are there.
-  std::set<std::string> expect = {"MANIFEST"};
+  std::set<std::string> expect = {internal::MakeManifestShardName(owner)};
   for (auto [id, v] : std::vector<std::pair<std::string, uint32_t>>{
            {"kem-a", 1}, {"dsa-b", 1}, {"dsa-b", 2}, {"kem-c", 2}, {"dsa-d", 1}}) {
     expect.insert(internal::MakeKeyFileName(owner, id, v));
@@ -383,7 +395,9 @@ TEST_F(KeyStoreV2Test, InterruptedMigrationIsFinishedByTheNextOpen) {
   fs::remove_all(KeysDir());
   CopyLegacyFixture();
   for (const auto& e : fs::directory_iterator(saved)) {
-    if (e.path().filename() != "MANIFEST") fs::copy_file(e.path(), KeysDir() / e.path().filename());
+    if (!internal::ParseManifestShardName(e.path().filename().string())) {
+      fs::copy_file(e.path(), KeysDir() / e.path().filename());
+    }
   }
   // One record's new form never made it: it is migrated now.
   fs::remove(KeysDir() / internal::MakeKeyFileName("unix:uid:1000", "kem-a", 1));
@@ -394,9 +408,9 @@ TEST_F(KeyStoreV2Test, InterruptedMigrationIsFinishedByTheNextOpen) {
   EXPECT_EQ(rep.migrated, 1u);
   EXPECT_TRUE(rep.problems.empty()) << Join(rep.problems);
   std::set<std::string> names = FileNames(KeysDir());
-  EXPECT_EQ(names.size(), 6u);  // five records + MANIFEST
+  EXPECT_EQ(names.size(), 6u);  // five records + the owner's manifest
   for (const auto& n : names) EXPECT_EQ(n.find("retired"), std::string::npos) << n;
-  EXPECT_TRUE(names.contains("MANIFEST"));
+  EXPECT_TRUE(names.contains(internal::MakeManifestShardName("unix:uid:1000")));
   EXPECT_FALSE(names.contains("dsa-b.v1.key"));
   EXPECT_EQ(ks->AddVersion("unix:uid:1000", "dsa-d", {1}, Secret(RandomBytes(32, 7)))->version, 3u);
 }
@@ -461,12 +475,14 @@ TEST_F(KeyStoreV2Test, MissingOrUnreadableManifestFailsOpen) {
     ASSERT_TRUE(ks);
     ASSERT_TRUE(ks->Create("o", "k", 1, {}, Secret(RandomBytes(32, 20)), {}).ok());
   }
-  const fs::path manifest = KeysDir() / "MANIFEST";
-  const fs::path aside = root_ / "MANIFEST.saved";
+  const fs::path manifest = KeysDir() / internal::MakeManifestShardName("o");
+  const fs::path aside = root_ / "manifest.saved";
   fs::rename(manifest, aside);
   auto s = KeyStore::Open(options_);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("MANIFEST is missing"), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("manifest (MANIFEST.<owner tag> files) is missing"),
+            std::string::npos)
+      << s.status();
   // Unreadable (here: not a regular file): a hard error, not an empty or unfiltered store.
   fs::create_directory(manifest);
   s = KeyStore::Open(options_);
@@ -485,6 +501,141 @@ TEST_F(KeyStoreV2Test, MissingOrUnreadableManifestFailsOpen) {
   EXPECT_NE(s.status().message().find("authentication failed"), std::string::npos) << s.status();
   fs::copy_file(aside, manifest, fs::copy_options::overwrite_existing);
   EXPECT_TRUE(KeyStore::Open(options_).ok());
+}
+
+// ---- manifest: one file per owner ---------------------------------------------------------------
+
+// A change rewrites only its owner's manifest file: another owner's file is not touched (same
+// inode and bytes), whatever the first owner creates, rotates or deletes.
+TEST_F(KeyStoreV2Test, ChangeRewritesOnlyItsOwnersManifest) {
+  auto ks = OpenStore();
+  ASSERT_TRUE(ks);
+  ASSERT_TRUE(ks->Create("bystander", "b", 1, {1}, Secret(RandomBytes(32, 30)), {}).ok());
+  const fs::path theirs = KeysDir() / internal::MakeManifestShardName("bystander");
+  const fs::path mine = KeysDir() / internal::MakeManifestShardName("busy");
+  ASSERT_TRUE(fs::exists(theirs));
+  const auto inode = [](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
+  };
+  const ino_t before = inode(theirs);
+  const auto bytes = ReadBytes(theirs);
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = "k" + std::to_string(i);
+    ASSERT_TRUE(ks->Create("busy", id, 1, {1}, Secret(RandomBytes(32, 31 + i)), {}).ok());
+    ASSERT_TRUE(ks->AddVersion("busy", id, {2}, Secret(RandomBytes(32, 41 + i))).ok());
+  }
+  const ino_t mine_after_creates = inode(mine);
+  ASSERT_TRUE(ks->Delete("busy", "k0", 0).ok());
+  EXPECT_NE(inode(mine), mine_after_creates);  // the busy owner's file was replaced
+  EXPECT_EQ(inode(theirs), before);
+  EXPECT_EQ(ReadBytes(theirs), bytes);
+  // Both owners' keys load again from their own files.
+  ks.reset();
+  LoadReport rep;
+  ks = OpenStore(&rep);
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(rep.loaded, 9u);
+  EXPECT_TRUE(rep.problems.empty()) << Join(rep.problems);
+}
+
+// A directory of the layout with one MANIFEST for every owner is converted at Open: one file per
+// owner listing exactly what MANIFEST listed, then MANIFEST goes. Per-owner files left beside a
+// MANIFEST (an interrupted conversion) are replaced, since MANIFEST is the one that was written
+// last.
+TEST_F(KeyStoreV2Test, SingleManifestIsConvertedToOneFilePerOwner) {
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    ASSERT_TRUE(ks->Create("a", "ka", 1, {1}, Secret(RandomBytes(32, 50)), {}).ok());
+    ASSERT_TRUE(ks->Create("b", "kb", 1, {2}, Secret(RandomBytes(32, 51)), {}).ok());
+    ASSERT_TRUE(ks->AddVersion("b", "kb", {3}, Secret(RandomBytes(32, 52))).ok());
+  }
+  auto kek = internal::LoadKek(options_.kek_file);
+  ASSERT_TRUE(kek.ok());
+  internal::RecordSealer sealer(*kek);
+  // The single MANIFEST of the older layout, made from the per-owner files.
+  internal::Manifest all;
+  for (const std::string owner : {"a", "b"}) {
+    const auto raw = ReadBytes(KeysDir() / internal::MakeManifestShardName(owner));
+    std::vector<uint8_t> plain;
+    std::string reason, got_owner;
+    ASSERT_EQ(
+        sealer.OpenBlob(internal::kManifestShardMagic, raw.data(), raw.size(), &plain, &reason),
+        internal::OpenFailure::kNone)
+        << reason;
+    internal::Manifest part;
+    ASSERT_TRUE(internal::DecodeManifestShard(plain.data(), plain.size(), &got_owner, &part));
+    EXPECT_EQ(got_owner, owner);
+    all.counter = std::max(all.counter, part.counter);
+    for (auto& [id, k] : part.keys) all.keys.emplace(id, k);
+  }
+  // A version MANIFEST lists that never got its record: still listed (reported missing) after
+  // the conversion, as it was before.
+  all.keys[{"a", "ka"}].high_water = 2;
+  all.keys[{"a", "ka"}].versions[2] = std::string(internal::kUidBytes, 'x');
+  auto sealed = sealer.SealBlob(internal::kManifestMagic, internal::EncodeManifestPayload(all));
+  ASSERT_TRUE(sealed.ok());
+  WriteBytes(KeysDir() / "MANIFEST", *sealed);
+  // A stale per-owner file of an interrupted conversion: b's, before its second version.
+  fs::remove(KeysDir() / internal::MakeManifestShardName("a"));
+  {
+    LoadReport rep;
+    auto ks = OpenStore(&rep);
+    ASSERT_TRUE(ks);
+    EXPECT_EQ(rep.loaded, 3u);
+    EXPECT_EQ(rep.missing.size(), 1u) << Join(rep.problems);
+    EXPECT_EQ(ks->Versions("b", "kb"), (std::vector<uint32_t>{1, 2}));
+  }
+  const std::set<std::string> names = FileNames(KeysDir());
+  EXPECT_FALSE(names.contains("MANIFEST"));
+  EXPECT_TRUE(names.contains(internal::MakeManifestShardName("a")));
+  EXPECT_TRUE(names.contains(internal::MakeManifestShardName("b")));
+  LoadReport rep;
+  auto ks = OpenStore(&rep);
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(rep.loaded, 3u);
+  EXPECT_EQ(rep.missing.size(), 1u) << Join(rep.problems);  // still listed until a's next change
+  ASSERT_TRUE(ks->AddVersion("a", "ka", {4}, Secret(RandomBytes(32, 53))).ok());
+  EXPECT_EQ(ks->Versions("a", "ka"), (std::vector<uint32_t>{1, 3}));  // 2 is never reused
+}
+
+// One owner's manifest file missing while its records are there fails Open, naming the file, as
+// a missing MANIFEST did; one owner's file under another owner's name fails Open too. An owner
+// whose keys were all deleted keeps an empty file until the next Open finds no records of it.
+TEST_F(KeyStoreV2Test, PerOwnerManifestFilesAreCheckedAtOpen) {
+  {
+    auto ks = OpenStore();
+    ASSERT_TRUE(ks);
+    ASSERT_TRUE(ks->Create("a", "ka", 1, {1}, Secret(RandomBytes(32, 60)), {}).ok());
+    ASSERT_TRUE(ks->Create("b", "kb", 1, {2}, Secret(RandomBytes(32, 61)), {}).ok());
+    ASSERT_TRUE(ks->Create("gone", "kg", 1, {3}, Secret(RandomBytes(32, 62)), {}).ok());
+    ASSERT_TRUE(ks->Delete("gone", "kg", 0).ok());
+  }
+  const fs::path a = KeysDir() / internal::MakeManifestShardName("a");
+  const fs::path b = KeysDir() / internal::MakeManifestShardName("b");
+  const fs::path gone = KeysDir() / internal::MakeManifestShardName("gone");
+  EXPECT_TRUE(fs::exists(gone));
+  const fs::path aside = root_ / "a.saved";
+  fs::rename(a, aside);
+  auto s = KeyStore::Open(options_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(internal::MakeManifestShardName("a") + " is missing"),
+            std::string::npos)
+      << s.status();
+  fs::copy_file(b, a);
+  s = KeyStore::Open(options_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("not the manifest of the owner its name says"),
+            std::string::npos)
+      << s.status();
+  fs::copy_file(aside, a, fs::copy_options::overwrite_existing);
+  LoadReport rep;
+  auto ks = OpenStore(&rep);
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(rep.loaded, 2u);
+  EXPECT_TRUE(rep.problems.empty()) << Join(rep.problems);
+  EXPECT_FALSE(fs::exists(gone));
 }
 
 // ---- KEK rotation ------------------------------------------------------------------------------
@@ -554,7 +705,7 @@ TEST_F(KeyStoreV2Test, KekRotationIsResumableAfterACrash) {
   // Every record is sealed under the new KEK: each one alone is refused with the old KEK.
   for (const auto& e : fs::directory_iterator(KeysDir())) {
     const std::string name = e.path().filename().string();
-    if (name == "MANIFEST") continue;
+    if (internal::ParseManifestShardName(name)) continue;
     std::ifstream in(e.path(), std::ios::binary);
     std::vector<uint8_t> raw{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     auto old_kek = internal::LoadKek(options_.kek_file);

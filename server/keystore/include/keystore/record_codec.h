@@ -48,8 +48,9 @@ inline constexpr size_t kMaxRecordBytes = 1 << 20;       // sanity bound for fil
 inline constexpr size_t kMaxManifestBytes = 256u << 20;  // sanity bound for MANIFEST
 inline constexpr size_t kMaxKeyIdLength = 128;
 inline constexpr size_t kUidBytes = 16;
-inline constexpr size_t kOwnerTagChars = 32;                     // hex of 16 bytes
-inline constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};  // sealed manifest blobs
+inline constexpr size_t kOwnerTagChars = 32;                          // hex of 16 bytes
+inline constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};       // sealed manifest blobs
+inline constexpr char kManifestShardMagic[4] = {'P', 'Q', 'K', 'S'};  // one owner's manifest
 
 // 1..128 characters of [A-Za-z0-9._-], not starting with '.'.
 bool IsValidKeyId(std::string_view key_id);
@@ -101,6 +102,16 @@ std::vector<uint8_t> EncodeManifestPayload(const Manifest& m);
 // False when the bytes are not a well-formed payload (also: invalid key ids, versions above
 // high_water, uids of the wrong size).
 bool DecodeManifestPayload(const uint8_t* data, size_t size, Manifest* m);
+
+// One owner's part of the manifest, in its own file "MANIFEST.<owner tag>" (the file store keeps
+// one per owner, so that a change rewrites only its owner's part): the owner, then a manifest
+// payload that lists only that owner's keys.
+std::string MakeManifestShardName(std::string_view owner);
+// The owner tag of a "MANIFEST.<32 lower-case hex digits>" name; nullopt for any other name.
+std::optional<std::string> ParseManifestShardName(std::string_view name);
+std::vector<uint8_t> EncodeManifestShard(std::string_view owner, const Manifest& m);
+// False when the bytes are not a well-formed shard, or list a key of another owner.
+bool DecodeManifestShard(const uint8_t* data, size_t size, std::string* owner, Manifest* m);
 
 // Reads a KEK file: exactly 32 raw bytes, or 64 hex digits optionally followed by "\n" or "\r\n".
 // A file accessible by group or others is refused (FAILED_PRECONDITION naming the file and the
