@@ -383,9 +383,17 @@ struct KeyStore::Impl {
   absl::Status BeginChange() {
     if (pg == nullptr) return absl::OkStatus();
     if (auto st = pg->Begin(); !st.ok()) return st;
-    auto m = pg->ReadManifest(/*for_update=*/true);
-    absl::Status st = m.status();
-    if (st.ok() && m->counter != manifest_counter) st = ApplyManifest(*m);
+    // The root row's lock serializes writers; the owners' rows are read only when another
+    // replica changed something since this one last synchronized.
+    auto counter = pg->LockCounter();
+    absl::Status st = counter.status();
+    if (st.ok() && *counter != manifest_counter) {
+      st = NotRolledBack(*counter);
+      if (st.ok()) {
+        auto m = pg->ReadManifest(/*for_update=*/false);
+        st = m.ok() ? ApplyManifest(*m) : m.status();
+      }
+    }
     if (!st.ok()) {
       pg->Rollback();
       return st;
@@ -421,14 +429,21 @@ struct KeyStore::Impl {
   // no longer lists. A manifest older than one already applied is refused (the database was
   // rolled back to an earlier state: deleted keys might come back).
   absl::Status ApplyManifest(const Manifest& m);
+  // DATA_LOSS when the database's counter is older than one already applied (write_mu held).
+  absl::Status NotRolledBack(uint64_t counter) const {
+    if (counter >= manifest_counter) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        "the key store database's manifest went back from #", manifest_counter, " to #", counter,
+        ": the database was restored to an earlier state; refusing it (deleted keys could come "
+        "back). Restart the replicas once this is intended"));
+  }
   // One synchronization from the sync thread (takes write_mu).
   void SyncOnce();
   void SyncLoop();
   void UpdateServing();
 
-  // The manifest as the cache holds it: every key, or (owner given, file store) only that owner's
-  // keys, which is all a change of that owner rewrites. The database keeps one manifest row, so
-  // for it the owner is ignored.
+  // The manifest as the cache holds it: every key, or (owner given) only that owner's keys, which
+  // is all a change of that owner rewrites.
   Manifest Snapshot(const std::string* owner = nullptr) const {
     Manifest m;
     std::shared_lock lock(mu);
@@ -437,7 +452,7 @@ struct KeyStore::Impl {
       k.high_water = e.high_water;
       k.versions = e.uids;
     };
-    if (owner != nullptr && pg == nullptr) {
+    if (owner != nullptr) {
       for (auto it = keys.lower_bound(Id{*owner, ""});
            it != keys.end() && it->first.first == *owner; ++it) {
         add(it->first, it->second);
@@ -448,15 +463,17 @@ struct KeyStore::Impl {
     return m;
   }
 
-  // Seals and durably writes the manifest (write_mu held). The database: its manifest row, inside
-  // the change's transaction. The file store: with `owner`, that owner's file MANIFEST.<tag> (m
+  // Seals and durably writes the manifest (write_mu held). The database: `owner`'s manifest row and
+  // the root, inside the change's transaction. The file store: with `owner`, that owner's file
+  // MANIFEST.<tag> (m
   // lists only its keys; an owner left with none keeps an empty one, so that its records, should
   // a crash leave some, are reported rather than refused); without, every owner's file, then the
   // files of owners m no longer lists and the single MANIFEST of the older layout go.
   absl::Status WriteManifest(Manifest m, const std::string* owner = nullptr) {
     m.counter = manifest_counter + 1;
     if (pg != nullptr) {  // inside the change's transaction; counted at CommitChange
-      if (auto st = pg->WriteManifest(m); !st.ok()) return st;
+      if (owner == nullptr) return absl::InternalError("a database change without its owner");
+      if (auto st = pg->WriteManifest(*owner, m); !st.ok()) return st;
       pending_counter = m.counter;
       return absl::OkStatus();
     }
@@ -753,12 +770,7 @@ absl::Status KeyStore::Impl::OpenPostgres(const KeyStoreOptions& options, LoadRe
 }
 
 absl::Status KeyStore::Impl::ApplyManifest(const Manifest& m) {
-  if (m.counter < manifest_counter) {
-    return absl::DataLossError(absl::StrCat(
-        "the key store database's manifest went back from #", manifest_counter, " to #", m.counter,
-        ": the database was restored to an earlier state; refusing it (deleted keys could come "
-        "back). Restart the replicas once this is intended"));
-  }
+  if (auto st = NotRolledBack(m.counter); !st.ok()) return st;
   using Triple = std::tuple<std::string, std::string, uint32_t>;
   std::vector<Triple> need;
   {
@@ -877,6 +889,7 @@ void KeyStore::Impl::SyncOnce() {
   absl::Status st;
   auto counter = pg->ReadCounter();
   st = counter.status();
+  if (st.ok() && *counter != manifest_counter) st = NotRolledBack(*counter);
   if (st.ok() && *counter != manifest_counter) {
     // One snapshot for the manifest and the rows, so a change committed meanwhile by another
     // replica cannot make listed rows look missing.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -37,6 +38,16 @@ CREATE TABLE pqcd_records (
   sealed bytea NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (owner, key_id, version)
+);
+)sql",
+    // 1 -> 2: one manifest row per owner beside the root (the data is moved by
+    // SplitManifestByOwner in the same transaction: it needs the KEK).
+    R"sql(
+CREATE TABLE pqcd_manifest_owners (
+  owner text PRIMARY KEY,
+  counter bigint NOT NULL CHECK (counter > 0),
+  sealed bytea NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
 );
 )sql",
 };
@@ -135,6 +146,9 @@ absl::Status PgBackend::Migrate() {
   }
   for (int64_t v = have; v < kPgSchemaVersion; ++v) {
     if (auto st = write_->ExecScript(kMigrations[v]); !st.ok()) return fail(st);
+    if (v + 1 == 2) {
+      if (auto st = SplitManifestByOwner(); !st.ok()) return fail(st);
+    }
     if (auto r = Exec("INSERT INTO pqcd_schema_migrations (version) VALUES ($1::int4)",
                       {PgParam::Int(v + 1)});
         !r.ok()) {
@@ -148,8 +162,7 @@ absl::Status PgBackend::Migrate() {
 }
 
 absl::Status PgBackend::EnsureManifestRow() {
-  Manifest empty;
-  auto sealed = sealer_.SealBlob(kManifestMagic, EncodeManifestPayload(empty));
+  auto sealed = sealer_.SealBlob(kManifestRootMagic, EncodeManifestRoot(ManifestRoot{}));
   if (!sealed.ok()) return sealed.status();
   auto r = Exec(
       "INSERT INTO pqcd_manifest (id, counter, sealed) VALUES (1, 0, $1) ON CONFLICT (id) DO "
@@ -158,6 +171,73 @@ absl::Status PgBackend::EnsureManifestRow() {
   if (!r.ok()) return r.status();
   // Opening it checks the KEK (a hard error when the database was sealed under another one).
   return ReadManifest(false).status();
+}
+
+namespace {
+
+// Opens a sealed blob of the database; `what` names it in errors.
+absl::StatusOr<std::vector<uint8_t>> OpenSealed(const RecordSealer& sealer, const char magic[4],
+                                                const std::string& sealed,
+                                                const std::string& what) {
+  std::vector<uint8_t> plain;
+  std::string reason;
+  const OpenFailure f = sealer.OpenBlob(magic, reinterpret_cast<const uint8_t*>(sealed.data()),
+                                        sealed.size(), &plain, &reason);
+  if (f == OpenFailure::kWrongKek) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the key store database's ", what, " is sealed under a different KEK than --kek-file"));
+  }
+  if (f != OpenFailure::kNone) {
+    return absl::DataLossError(
+        absl::StrCat("the key store database's ", what, " does not authenticate: ", reason));
+  }
+  return plain;
+}
+
+}  // namespace
+
+absl::Status PgBackend::SplitManifestByOwner() {
+  auto r = Exec("SELECT counter, sealed FROM pqcd_manifest WHERE id = 1 FOR UPDATE");
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return absl::OkStatus();  // a new database: EnsureManifestRow makes a root
+  const uint64_t column = static_cast<uint64_t>(r->Int(0, 0));
+  auto plain = OpenSealed(sealer_, kManifestMagic, r->Bytes(0, 1), "manifest (schema 1)");
+  if (!plain.ok()) return plain.status();
+  Manifest m;
+  if (!DecodeManifestPayload(plain->data(), plain->size(), &m) || m.counter != column ||
+      (m.counter == 0 && !m.keys.empty())) {
+    return absl::DataLossError("the key store database's manifest (schema 1) is malformed");
+  }
+  std::map<std::string, Manifest> by_owner;
+  for (auto& [id, k] : m.keys) {
+    Manifest& part = by_owner[id.first];
+    part.counter = m.counter;
+    part.keys.emplace(id, std::move(k));
+  }
+  ManifestRoot root;
+  root.counter = m.counter;
+  for (const auto& [owner, part] : by_owner) {
+    auto sealed = sealer_.SealBlob(kManifestShardMagic, EncodeManifestShard(owner, part));
+    if (!sealed.ok()) return sealed.status();
+    if (auto w = Exec("INSERT INTO pqcd_manifest_owners (owner, counter, sealed) "
+                      "VALUES ($1, $2::int8, $3)",
+                      {PgParam::Text(owner), PgParam::Int(static_cast<int64_t>(m.counter)),
+                       PgParam::Bytes(sealed->data(), sealed->size())});
+        !w.ok()) {
+      return w.status();
+    }
+    root.owners[owner] = m.counter;
+  }
+  auto sealed = sealer_.SealBlob(kManifestRootMagic, EncodeManifestRoot(root));
+  if (!sealed.ok()) return sealed.status();
+  if (auto w = Exec("UPDATE pqcd_manifest SET sealed = $1, updated_at = now() WHERE id = 1",
+                    {PgParam::Bytes(sealed->data(), sealed->size())});
+      !w.ok()) {
+    return w.status();
+  }
+  spdlog::info("key store: the database's manifest was split into {} owner row(s)",
+               by_owner.size());
+  return absl::OkStatus();
 }
 
 absl::Status PgBackend::Begin() {
@@ -179,36 +259,86 @@ absl::StatusOr<uint64_t> PgBackend::ReadCounter() {
   return static_cast<uint64_t>(r->Int(0, 0));
 }
 
-absl::StatusOr<Manifest> PgBackend::ReadManifest(bool for_update) {
+absl::StatusOr<uint64_t> PgBackend::LockCounter() {
+  auto r = Exec("SELECT counter FROM pqcd_manifest WHERE id = 1 FOR UPDATE");
+  if (!r.ok()) return r.status();
+  if (r->rows() != 1) return absl::DataLossError("the key store database has no manifest row");
+  return static_cast<uint64_t>(r->Int(0, 0));
+}
+
+absl::StatusOr<ManifestRoot> PgBackend::ReadRoot(bool for_update) {
   auto r = Exec(for_update ? "SELECT counter, sealed FROM pqcd_manifest WHERE id = 1 FOR UPDATE"
                            : "SELECT counter, sealed FROM pqcd_manifest WHERE id = 1");
   if (!r.ok()) return r.status();
   if (r->rows() != 1) return absl::DataLossError("the key store database has no manifest row");
   const uint64_t column = static_cast<uint64_t>(r->Int(0, 0));
-  const std::string sealed = r->Bytes(0, 1);
-  std::vector<uint8_t> plain;
-  std::string reason;
-  const OpenFailure f =
-      sealer_.OpenBlob(kManifestMagic, reinterpret_cast<const uint8_t*>(sealed.data()),
-                       sealed.size(), &plain, &reason);
-  if (f == OpenFailure::kWrongKek) {
-    return absl::FailedPreconditionError(
-        "the key store database's manifest is sealed under a different KEK than --kek-file");
-  }
-  if (f != OpenFailure::kNone) {
-    return absl::DataLossError(
-        absl::StrCat("the key store database's manifest does not authenticate: ", reason));
-  }
-  Manifest m;
-  if (!DecodeManifestPayload(plain.data(), plain.size(), &m)) {
+  auto plain = OpenSealed(sealer_, kManifestRootMagic, r->Bytes(0, 1), "manifest");
+  if (!plain.ok()) return plain.status();
+  ManifestRoot root;
+  if (!DecodeManifestRoot(plain->data(), plain->size(), &root)) {
     return absl::DataLossError("the key store database's manifest is malformed");
   }
-  if (m.counter != column) {
+  if (root.counter != column) {
     return absl::DataLossError(absl::StrCat("the key store database's manifest counter column (",
                                             column, ") differs from its sealed counter (",
-                                            m.counter, "): the row was altered"));
+                                            root.counter, "): the row was altered"));
+  }
+  return root;
+}
+
+absl::StatusOr<Manifest> PgBackend::ReadManifest(bool for_update) {
+  auto root = ReadRoot(for_update);
+  if (!root.ok()) return root.status();
+  auto r = Exec("SELECT owner, counter, sealed FROM pqcd_manifest_owners");
+  if (!r.ok()) return r.status();
+  Manifest m;
+  m.counter = root->counter;
+  size_t seen = 0;
+  for (int i = 0; i < r->rows(); ++i) {
+    const std::string row_owner = r->Bytes(i, 0);
+    const uint64_t column = static_cast<uint64_t>(r->Int(i, 1));
+    const std::string what = absl::StrCat("manifest row of owner '", row_owner, "'");
+    auto plain = OpenSealed(sealer_, kManifestShardMagic, r->Bytes(i, 2), what);
+    if (!plain.ok()) return plain.status();
+    std::string owner;
+    Manifest part;
+    if (!DecodeManifestShard(plain->data(), plain->size(), &owner, &part) || owner != row_owner) {
+      return absl::DataLossError(
+          absl::StrCat("the key store database's ", what, " is malformed or another owner's"));
+    }
+    auto listed = root->owners.find(owner);
+    if (listed == root->owners.end() || listed->second != part.counter || column != part.counter) {
+      return absl::DataLossError(absl::StrCat(
+          "the key store database's ", what, " is not the one its manifest lists (counter ",
+          part.counter, ", column ", column, ", listed ",
+          listed == root->owners.end() ? std::string("none") : std::to_string(listed->second),
+          "): the row was put back from a backup or altered"));
+    }
+    ++seen;
+    for (auto& [id, k] : part.keys) m.keys.emplace(id, std::move(k));
+  }
+  if (seen != root->owners.size()) {
+    return absl::DataLossError(absl::StrCat("the key store database's manifest lists ",
+                                            root->owners.size(), " owner(s) but ", seen,
+                                            " owner row(s) were found: rows were removed"));
   }
   return m;
+}
+
+absl::Status PgBackend::WriteRoot(const ManifestRoot& root, uint64_t previous_counter) {
+  auto sealed = sealer_.SealBlob(kManifestRootMagic, EncodeManifestRoot(root));
+  if (!sealed.ok()) return sealed.status();
+  auto r = Exec(
+      "UPDATE pqcd_manifest SET counter = $1::int8, sealed = $2, updated_at = now() "
+      "WHERE id = 1 AND counter = $3::int8",
+      {PgParam::Int(static_cast<int64_t>(root.counter)),
+       PgParam::Bytes(sealed->data(), sealed->size()),
+       PgParam::Int(static_cast<int64_t>(previous_counter))});
+  if (!r.ok()) return r.status();
+  if (r->affected() != 1) {
+    return absl::AbortedError("the key store manifest changed during a change (not locked?)");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status PgBackend::PutRecord(const PgRecordRow& row) {
@@ -228,20 +358,37 @@ absl::Status PgBackend::DeleteRecord(const std::string& owner, const std::string
       .status();
 }
 
-absl::Status PgBackend::WriteManifest(const Manifest& m) {
-  auto sealed = sealer_.SealBlob(kManifestMagic, EncodeManifestPayload(m));
-  if (!sealed.ok()) return sealed.status();
-  auto r = Exec(
-      "UPDATE pqcd_manifest SET counter = $1::int8, sealed = $2, updated_at = now() "
-      "WHERE id = 1 AND counter = $3::int8",
-      {PgParam::Int(static_cast<int64_t>(m.counter)),
-       PgParam::Bytes(sealed->data(), sealed->size()),
-       PgParam::Int(static_cast<int64_t>(m.counter - 1))});
-  if (!r.ok()) return r.status();
-  if (r->affected() != 1) {
+absl::Status PgBackend::WriteManifest(const std::string& owner, const Manifest& m) {
+  auto root = ReadRoot(/*for_update=*/false);  // locked by the change's LockCounter
+  if (!root.ok()) return root.status();
+  if (m.counter == 0 || root->counter != m.counter - 1) {
     return absl::AbortedError("the key store manifest changed during a change (not locked?)");
   }
-  return absl::OkStatus();
+  for (const auto& [id, k] : m.keys) {
+    if (id.first != owner) return absl::InternalError("a manifest row lists another owner's key");
+  }
+  if (m.keys.empty()) {
+    if (auto r = Exec("DELETE FROM pqcd_manifest_owners WHERE owner = $1", {PgParam::Text(owner)});
+        !r.ok()) {
+      return r.status();
+    }
+    root->owners.erase(owner);
+  } else {
+    auto sealed = sealer_.SealBlob(kManifestShardMagic, EncodeManifestShard(owner, m));
+    if (!sealed.ok()) return sealed.status();
+    if (auto r = Exec(
+            "INSERT INTO pqcd_manifest_owners (owner, counter, sealed) VALUES ($1, $2::int8, $3) "
+            "ON CONFLICT (owner) DO UPDATE SET counter = EXCLUDED.counter, sealed = "
+            "EXCLUDED.sealed, updated_at = now()",
+            {PgParam::Text(owner), PgParam::Int(static_cast<int64_t>(m.counter)),
+             PgParam::Bytes(sealed->data(), sealed->size())});
+        !r.ok()) {
+      return r.status();
+    }
+    root->owners[owner] = m.counter;
+  }
+  root->counter = m.counter;
+  return WriteRoot(*root, m.counter - 1);
 }
 
 absl::Status PgBackend::Commit(uint64_t counter) {

@@ -484,6 +484,33 @@ bool DecodeManifestShard(const uint8_t* data, size_t size, std::string* owner, M
   return true;
 }
 
+std::vector<uint8_t> EncodeManifestRoot(const ManifestRoot& r) {
+  std::vector<uint8_t> out;
+  PutU64(out, r.counter);
+  PutU32(out, static_cast<uint32_t>(r.owners.size()));
+  for (const auto& [owner, counter] : r.owners) {
+    PutBytes(out, owner.data(), owner.size());
+    PutU64(out, counter);
+  }
+  return out;
+}
+
+bool DecodeManifestRoot(const uint8_t* data, size_t size, ManifestRoot* r) {
+  Reader in(data, size);
+  uint32_t n = 0;
+  if (!in.U64(&r->counter) || !in.U32(&n)) return false;
+  r->owners.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string owner;
+    uint64_t counter = 0;
+    if (!in.Str(&owner) || owner.empty() || !in.U64(&counter) || counter == 0 ||
+        counter > r->counter || !r->owners.emplace(std::move(owner), counter).second) {
+      return false;
+    }
+  }
+  return in.left() == 0;
+}
+
 std::vector<uint8_t> EncodeManifestPayload(const Manifest& m) {
   std::vector<uint8_t> out;
   PutU64(out, m.counter);

@@ -87,6 +87,11 @@ class PgCluster {
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
   }
+  void PsqlFile(const std::string& file) {
+    int rc = 0;
+    const std::string out = Run(Cmd("psql-file") + " '" + file + "' 2>&1", &rc);
+    EXPECT_EQ(rc, 0) << file << ": " << out;
+  }
   std::string Dsn() const { return "postgresql:///postgres?host=" + dir_.string() + "&user=pqcd"; }
   // A KEK file for the replicas.
   std::string Kek() {
@@ -327,6 +332,55 @@ TEST_F(PostgresStore, RowsMovedOrPutBackInTheDatabaseAreNotLoaded) {
   EXPECT_EQ(SignWith(c, "s1", 0).error_code(), grpc::NOT_FOUND);
   EXPECT_EQ(SignWith(c, "s2", 0).error_code(), grpc::NOT_FOUND);
   EXPECT_NE(c.log().find("missing or could not be loaded"), std::string::npos) << c.log();
+}
+
+// A database written by a pqcd of schema 1 (one manifest row for every owner), made by
+// pg/fixtures/make-schema1.sh with the release before per-owner manifests, is migrated by the
+// first replica to start: each owner gets its row, every key serves as before, deleted keys stay
+// deleted, and version numbers go on where they were. A replica started later loads it as is.
+TEST_F(PostgresStore, SchemaOneDatabaseIsSplitByOwnerAtStart) {
+  pg_->PsqlFile(PQCD_PG_SCHEMA1_FIXTURE);
+  ASSERT_EQ(pg_->Psql("SELECT max(version) FROM pqcd_schema_migrations"), "1");
+  Daemon a;
+  ASSERT_TRUE(a.Start(ReplicaArgs()));
+  EXPECT_NE(a.log().find("split into 2 owner row(s)"), std::string::npos) << a.log();
+  EXPECT_EQ(pg_->Psql("SELECT max(version) FROM pqcd_schema_migrations"), "2");
+  EXPECT_EQ(pg_->Psql("SELECT count(*) FROM pqcd_manifest_owners"), "2");
+  for (uint32_t v : {1u, 2u}) {
+    SignResponse s;
+    ASSERT_TRUE(SignWith(a, "sig", v, &s).ok()) << "sig v" << v << "\n" << a.log();
+    EXPECT_TRUE(VerifyWith(a, "sig", v, s.signature()));
+  }
+  KeyInfo kem;
+  EXPECT_TRUE(GetKey(a, "kem", 0, &kem).ok());
+  EXPECT_EQ(SignWith(a, "gone", 0).error_code(), grpc::NOT_FOUND);
+  RotateKeyRequest rot;
+  rot.set_key_id("sig");
+  KeyInfo rotated;
+  ASSERT_TRUE(a.Keys()->Rotate(Ctx().get(), rot, &rotated).ok());
+  EXPECT_EQ(rotated.version(), 3u);
+  Daemon b;
+  ASSERT_TRUE(b.Start(ReplicaArgs()));
+  EXPECT_EQ(b.log().find("split into"), std::string::npos) << b.log();
+  EXPECT_TRUE(SignWith(b, "sig", 3).ok()) << b.log();
+  EXPECT_TRUE(SignWith(b, "sig", 1).ok()) << b.log();
+}
+
+// One owner's manifest row put back from a backup does not match what the root lists for it: a
+// replica that starts refuses to load the database, naming the row.
+TEST_F(PostgresStore, AnOwnersManifestRowPutBackIsRefused) {
+  Daemon a;
+  ASSERT_TRUE(a.Start(ReplicaArgs()));
+  ASSERT_TRUE(KeyGenHeld(a, "first", ML_DSA_44).ok());
+  pg_->Psql("CREATE TABLE owners_backup AS SELECT * FROM pqcd_manifest_owners");
+  ASSERT_TRUE(KeyGenHeld(a, "second", ML_DSA_44).ok());
+  ASSERT_EQ(a.Terminate(), 0);
+  pg_->Psql(
+      "UPDATE pqcd_manifest_owners o SET counter = b.counter, sealed = b.sealed "
+      "FROM owners_backup b WHERE o.owner = b.owner");
+  Daemon c;
+  EXPECT_NE(c.RunToExit(ReplicaArgs()), 0);
+  EXPECT_NE(c.log().find("is not the one its manifest lists"), std::string::npos) << c.log();
 }
 
 TEST_F(PostgresStore, ADatabaseRolledBackIsRefusedByRunningReplicas) {

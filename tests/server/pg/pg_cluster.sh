@@ -7,10 +7,12 @@
 #        pg_cluster.sh start DIR    start (waits until it accepts connections)
 #        pg_cluster.sh stop DIR     stop, fast mode (aborts open transactions, like an outage)
 #        pg_cluster.sh psql DIR SQL run SQL as pqcd in database postgres, print tuples only
+#        pg_cluster.sh psql-file DIR FILE   the same with the SQL of FILE (a pg_dump, say)
+#        pg_cluster.sh dump DIR     print a pg_dump of database postgres (plain SQL, no owners)
 #        pg_cluster.sh dsn DIR      print the postgresql:// URI that reaches it
 # Needs Debian's postgresql (initdb, pg_ctl under pg_config --bindir or /usr/lib/postgresql/*/bin).
 set -euo pipefail
-cmd=${1:?usage: pg_cluster.sh init|start|stop|psql|dsn DIR}
+cmd=${1:?usage: pg_cluster.sh init|start|stop|psql|psql-file|dump|dsn DIR}
 dir=${2:?directory}
 
 bindir=""
@@ -69,6 +71,12 @@ CONF
     ;;
   psql)
     "$bindir/psql" -X -q -t -A -v ON_ERROR_STOP=1 -h "$dir" -U pqcd -d postgres -c "${3:?SQL}"
+    ;;
+  psql-file)
+    "$bindir/psql" -X -q -t -A -v ON_ERROR_STOP=1 -h "$dir" -U pqcd -d postgres -f "${3:?FILE}"
+    ;;
+  dump)
+    "$bindir/pg_dump" -h "$dir" -U pqcd -d postgres --no-owner --no-privileges
     ;;
   dsn)
     echo "postgresql:///postgres?host=$dir&user=pqcd"

@@ -3,18 +3,22 @@
 // in-memory cache and the rules (versions, owners, quotas) stay in KeyStore (key_store.cc); this
 // class only moves sealed bytes in and out of the database. See docs/key-store-postgres.md.
 //
-// Schema (version 1; pqcd_schema_migrations lists the applied versions):
-//   pqcd_manifest(id = 1, counter bigint, sealed bytea, updated_at)   exactly one row
+// Schema (version 2; pqcd_schema_migrations lists the applied versions):
+//   pqcd_manifest(id = 1, counter bigint, sealed bytea, updated_at)   exactly one row: the root
+//   pqcd_manifest_owners(owner text primary key, counter bigint, sealed bytea, updated_at)
 //   pqcd_records(owner, key_id, version, uid bytea, sealed bytea, created_at)
 //                                                  primary key (owner, key_id, version)
-// The manifest is the same sealed blob as the file store's keys/MANIFEST (record_codec.h): a
-// counter and, per live key, its high-water version and the uid of each live version. A record
-// row is used only when the manifest lists its (owner, key_id, version, uid) and its sealed
-// metadata says the same: a row put back from a backup, or moved to another owner/id/version by
-// someone with write access to the database, is never loaded. The plaintext counter column must
-// equal the sealed one (it lets replicas poll cheaply).
+// The manifest is kept per owner, so that a change rewrites only its owner's part: each owner
+// with keys has a row holding the same sealed blob as the file store's keys/MANIFEST.<owner tag>
+// (record_codec.h: the owner, a counter and, per live key, its high-water version and the uid of
+// each live version). The root row holds the store's counter and, sealed, every owner's counter,
+// so an owner row put back from a backup (or removed) is detected. A record row is used only when
+// its owner's manifest lists its (key_id, version, uid) and its sealed metadata says the same: a
+// row put back from a backup, or moved to another owner/id/version by someone with write access to
+// the database, is never loaded. The plaintext counter columns must equal the sealed ones (they
+// let replicas poll cheaply). Schema 1 had one manifest row for every owner; Open converts it.
 //
-// Writers serialize on the manifest row (SELECT ... FOR UPDATE inside the change's transaction),
+// Writers serialize on the root row (SELECT ... FOR UPDATE inside the change's transaction),
 // which also makes "two replicas create the same id at once" a plain race that one wins. Every
 // committed change sends NOTIFY pqcd_keys with the new counter.
 #pragma once
@@ -33,7 +37,7 @@
 
 namespace pqcd::server::internal {
 
-inline constexpr int kPgSchemaVersion = 1;
+inline constexpr int kPgSchemaVersion = 2;
 inline constexpr char kPgChannel[] = "pqcd_keys";
 
 struct PgRecordRow {
@@ -58,15 +62,20 @@ class PgBackend {
   // --- The write connection (callers serialize: KeyStore's write_mu). Reconnects when needed.
   absl::Status Begin();          // BEGIN
   absl::Status BeginSnapshot();  // BEGIN a read-only REPEATABLE READ transaction (one snapshot)
-  // Reads the manifest (decoded and checked); for_update: SELECT ... FOR UPDATE (in a change).
+  // Reads every owner's manifest (decoded and checked against the root) as one; for_update:
+  // SELECT ... FOR UPDATE of the root (in a change).
   absl::StatusOr<Manifest> ReadManifest(bool for_update);
-  absl::StatusOr<uint64_t> ReadCounter();  // the plaintext counter column
+  absl::StatusOr<uint64_t> ReadCounter();  // the plaintext counter column of the root
+  // In a change: locks the root row (SELECT ... FOR UPDATE) and returns its counter column.
+  absl::StatusOr<uint64_t> LockCounter();
   // Upserts one record row: a row already there for (owner, key_id, version) is not listed in
   // the manifest (the caller holds the manifest lock and checked), so it is dead and replaced.
   absl::Status PutRecord(const PgRecordRow& row);
   absl::Status DeleteRecord(const std::string& owner, const std::string& key_id, uint32_t version);
-  // Seals m (m.counter must be the stored counter + 1) and updates the manifest row.
-  absl::Status WriteManifest(const Manifest& m);
+  // Seals m, owner's keys only (m.counter must be the stored counter + 1), as owner's manifest
+  // row (removed when m lists no key), and updates the root. Costs with owner's keys and the
+  // number of owners, not with the other owners' keys.
+  absl::Status WriteManifest(const std::string& owner, const Manifest& m);
   absl::Status Commit(uint64_t counter);  // NOTIFY pqcd_keys '<counter>'; COMMIT
   void Rollback();                        // best effort
   // The rows of these (owner, key_id, version) triples (absent ones are left out).
@@ -89,6 +98,11 @@ class PgBackend {
   absl::Status EnsureWriteConn();
   absl::Status Migrate();
   absl::Status EnsureManifestRow();
+  // Schema 1 -> 2 (inside Migrate's transaction): the one manifest row becomes owner rows and a
+  // root.
+  absl::Status SplitManifestByOwner();
+  absl::StatusOr<ManifestRoot> ReadRoot(bool for_update);
+  absl::Status WriteRoot(const ManifestRoot& root, uint64_t previous_counter);
   absl::StatusOr<PgResult> Exec(const std::string& sql, const std::vector<PgParam>& params = {});
   void WaitOnWakeFd(int timeout_ms);
 

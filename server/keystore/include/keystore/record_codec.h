@@ -51,6 +51,7 @@ inline constexpr size_t kUidBytes = 16;
 inline constexpr size_t kOwnerTagChars = 32;                          // hex of 16 bytes
 inline constexpr char kManifestMagic[4] = {'P', 'Q', 'K', 'M'};       // sealed manifest blobs
 inline constexpr char kManifestShardMagic[4] = {'P', 'Q', 'K', 'S'};  // one owner's manifest
+inline constexpr char kManifestRootMagic[4] = {'P', 'Q', 'K', 'T'};   // the owners' counters
 
 // 1..128 characters of [A-Za-z0-9._-], not starting with '.'.
 bool IsValidKeyId(std::string_view key_id);
@@ -112,6 +113,16 @@ std::optional<std::string> ParseManifestShardName(std::string_view name);
 std::vector<uint8_t> EncodeManifestShard(std::string_view owner, const Manifest& m);
 // False when the bytes are not a well-formed shard, or list a key of another owner.
 bool DecodeManifestShard(const uint8_t* data, size_t size, std::string* owner, Manifest* m);
+
+// The PostgreSQL store's manifest row (schema 2): the store's counter, and for every owner with
+// keys the counter its own manifest row (a shard, as above) was written at, so that an owner's
+// row put back from a backup is told from the current one.
+struct ManifestRoot {
+  uint64_t counter = 0;
+  std::map<std::string, uint64_t> owners;  // owner -> counter of its shard
+};
+std::vector<uint8_t> EncodeManifestRoot(const ManifestRoot& r);
+bool DecodeManifestRoot(const uint8_t* data, size_t size, ManifestRoot* r);
 
 // Reads a KEK file: exactly 32 raw bytes, or 64 hex digits optionally followed by "\n" or "\r\n".
 // A file accessible by group or others is refused (FAILED_PRECONDITION naming the file and the
