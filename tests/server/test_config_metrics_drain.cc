@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -88,6 +90,41 @@ TEST(OpsTest, HelpAndVersion) {
   Daemon nokek;
   EXPECT_EQ(nokek.RunToExit({"--data-dir", "/tmp/nowhere"}), 2);
   EXPECT_NE(nokek.log().find("--kek-file"), std::string::npos) << nokek.log();
+}
+
+// The flag contract is server/README.md: every option `pqcd --help` lists is named there, and
+// every option named there is one `pqcd --help` lists, so a flag added (or renamed) in one place
+// only fails here.
+TEST(OpsTest, FlagsAreTheDocumentedOnes) {
+  const auto options = [](const std::string& text) {
+    std::set<std::string> out;
+    for (size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
+      size_t end = at + 2;
+      while (end < text.size() &&
+             (std::islower(static_cast<unsigned char>(text[end])) ||
+              std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '-')) {
+        ++end;
+      }
+      if (end > at + 2 && std::islower(static_cast<unsigned char>(text[at + 2]))) {
+        out.insert(text.substr(at, end - at));
+      }
+    }
+    return out;
+  };
+  Daemon d;
+  ASSERT_EQ(d.RunToExit({"--help"}), 0);
+  const std::set<std::string> help = options(d.log());
+  ASSERT_GT(help.size(), 50u) << d.log();
+  std::ifstream readme(PQCD_SERVER_README);
+  ASSERT_TRUE(readme) << PQCD_SERVER_README;
+  const std::string doc{std::istreambuf_iterator<char>(readme), std::istreambuf_iterator<char>()};
+  const std::set<std::string> documented = options(doc);
+  for (const std::string& flag : help) {
+    EXPECT_TRUE(documented.contains(flag)) << flag << " is in pqcd --help but not server/README.md";
+  }
+  for (const std::string& flag : documented) {
+    EXPECT_TRUE(help.contains(flag)) << flag << " is in server/README.md but not pqcd --help";
+  }
 }
 
 // The port file is written through a fresh O_EXCL temporary and renamed: a symlink planted at its
