@@ -213,6 +213,50 @@ size_t LockedBytesPerOwner(const Config& config, spdlog::logger& log) {
   return bytes;
 }
 
+// SIGTERM and SIGINT during start-up (a key store database pqcd keeps retrying, a long file-store
+// migration, a KEK rotation): nothing is served yet, so the daemon stops at once, by the signal
+// (as a service manager stopping it expects), rather than when start-up is over. Every step
+// start-up takes is safe to cut short (the key store's writes are atomic renames or
+// transactions). Stop() (or the destructor) ends the watch; the serving loop's sigwait then takes
+// the signals, also one sent meanwhile (it stays pending).
+class StartupSignals {
+ public:
+  explicit StartupSignals(std::shared_ptr<spdlog::logger> log) : log_(std::move(log)) {
+    thread_ = std::thread([this] { Watch(); });
+  }
+  ~StartupSignals() { Stop(); }
+  StartupSignals(const StartupSignals&) = delete;
+  StartupSignals& operator=(const StartupSignals&) = delete;
+  void Stop() {
+    if (!thread_.joinable()) return;
+    pthread_kill(thread_.native_handle(), kStopSignal);
+    thread_.join();
+  }
+  // Blocked in every thread (DaemonMain), taken only by this watch: the way Stop() ends it.
+  static constexpr int kStopSignal = SIGUSR2;
+
+ private:
+  void Watch() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, kStopSignal);
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0 || sig == kStopSignal) return;
+    log_->warn("received {} during start-up: stopping now (nothing is served yet)", strsignal(sig));
+    log_->flush();
+    ::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(sig);  // ends the process by the signal
+  }
+  std::shared_ptr<spdlog::logger> log_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int DaemonMain(int argc, char** argv) {
@@ -223,6 +267,10 @@ int DaemonMain(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);  // reloads the TLS files
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t stop_watch;  // kept out of `signals`: the serving loop does not take it
+  sigemptyset(&stop_watch);
+  sigaddset(&stop_watch, StartupSignals::kStopSignal);
+  pthread_sigmask(SIG_BLOCK, &stop_watch, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   auto parsed = ParseConfig(argc, argv);
@@ -252,6 +300,7 @@ int DaemonMain(int argc, char** argv) {
   // Libraries that log through spdlog's default logger (the engine) use the same format and stream.
   spdlog::set_default_logger(log);
   log->info("pqcd {} starting, config {}", PQCD_VERSION, parsed->effective_json);
+  StartupSignals startup_signals(log);
 
   KeyStoreOptions ks_options;
   ks_options.data_dir = config.data_dir;
@@ -631,6 +680,7 @@ int DaemonMain(int argc, char** argv) {
       log->info("SIGHUP: TLS files reloaded; new connections use them within a second");
     }
   };
+  startup_signals.Stop();  // from here on the loop below takes SIGTERM and SIGINT
   int sig = 0;
   while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload_tls();
   log->info("received {}: draining (grace period {} s)", strsignal(sig), config.grace_period_s);

@@ -39,6 +39,9 @@ class Daemon {
   // records the log) when it does not become SERVING within `timeout`.
   bool Start(std::vector<std::string> args,
              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Starts pqcd with the same additions as Start and returns without waiting for anything (false
+  // when it could not be started): for tests that act during start-up.
+  bool Launch(std::vector<std::string> args) { return Spawn(std::move(args)); }
   // Starts and expects the process to exit (bad config, self-test failure): returns its exit code.
   int RunToExit(std::vector<std::string> args,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -125,6 +126,27 @@ TEST(OpsTest, FlagsAreTheDocumentedOnes) {
   for (const std::string& flag : documented) {
     EXPECT_TRUE(help.contains(flag)) << flag << " is in server/README.md but not pqcd --help";
   }
+}
+
+// SIGTERM during start-up stops the daemon at once, by the signal, instead of after start-up. Here
+// start-up waits for a key store database that cannot be reached, which pqcd retries for up to
+// 30 s (--key-store needs a build with PostgreSQL support).
+TEST(OpsTest, SigtermDuringStartUpStopsAtOnce) {
+#if !PQCD_WITH_POSTGRES
+  GTEST_SKIP() << "built without PostgreSQL support: no start-up step that waits";
+#endif
+  Daemon d;
+  const std::string kek = d.dir() / "kek";
+  std::ofstream(kek, std::ios::binary) << std::string(32, 'k');
+  ASSERT_EQ(::chmod(kek.c_str(), 0600), 0);
+  ASSERT_TRUE(
+      d.Launch({"--key-store",
+                "postgresql:///postgres?host=" + std::string(d.dir() / "no-server") + "&user=pqcd",
+                "--kek-file", kek}));
+  ASSERT_TRUE(Eventually([&] { return d.log().find("retrying") != std::string::npos; })) << d.log();
+  d.Signal(SIGTERM);
+  EXPECT_EQ(d.Wait(std::chrono::seconds(5)), -SIGTERM) << d.log();
+  EXPECT_NE(d.log().find("received Terminated during start-up"), std::string::npos) << d.log();
 }
 
 // The port file is written through a fresh O_EXCL temporary and renamed: a symlink planted at its
