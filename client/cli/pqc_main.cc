@@ -19,6 +19,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "pqcd/client/client.h"
@@ -134,6 +136,28 @@ std::string AlgNames(std::initializer_list<bool (*)(Algorithm)> families) {
       if (!out.empty()) out += ", ";
       out += pqcd::client::AlgorithmName(a);
     }
+  }
+  return out;
+}
+
+// "N bytes for A, B; M bytes for C": the seed size of every algorithm with a seed form, grouped
+// by size, from the registry (--seed's help), in registry order.
+std::string SeedSizes() {
+  std::vector<std::pair<size_t, std::string>> groups;
+  for (const auto& f : pqcd::kernels::kAlgorithms) {
+    if (f.seed_bytes == 0) continue;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const auto& e) { return e.first == f.seed_bytes; });
+    if (g == groups.end()) {
+      groups.emplace_back(f.seed_bytes, std::string(f.name));
+    } else {
+      g->second += ", " + std::string(f.name);
+    }
+  }
+  std::string out;
+  for (const auto& [bytes, names] : groups) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(bytes) + " bytes for " + names;
   }
   return out;
 }
@@ -325,8 +349,7 @@ int main(int argc, char** argv) {
   keygen->add_option("--alg,-a", kg.alg, AlgNames({pqcd::client::IsKem, pqcd::client::IsDsa}))
       ->required();
   keygen->add_option("--seed", kg.seed,
-                     "deterministic key generation from this seed (hex: ML-KEM 64 bytes d||z, "
-                     "ML-DSA 32 bytes xi)");
+                     "deterministic key generation from this seed, in hex: " + SeedSizes());
   keygen->add_flag("--hold", kg.hold, "keep the private key in the daemon; print its key id");
   keygen->add_option("--key-id", kg.key_id, "name of the held key (default: generated)");
   keygen->add_option("--label", kg.labels, "label k=v of the held key (repeatable)");

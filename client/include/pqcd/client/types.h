@@ -109,7 +109,7 @@ struct Key {
 // ---- Operations ------------------------------------------------------------------------------
 struct KeyGenOp {
   Algorithm algorithm = Algorithm::kUnspecified;
-  std::string seed;   // optional: ML-KEM 64 bytes d||z, ML-DSA 32 bytes xi
+  std::string seed;   // optional: the algorithm's seed form (its size: the registry's seed_bytes)
   bool hold = false;  // keep the private key in the daemon
   std::string key_id;
   std::map<std::string, std::string> labels;
