@@ -891,15 +891,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(new_argc, args.data())) return 2;
 
   // Every backend the kernels know (kernels::Isa) that this CPU supports: neon on aarch64.
-  std::vector<pqcd::kernels::Isa> backends;
-  std::string names;
-  for (size_t i = 0; i < pqcd::kernels::kIsaCount; ++i) {
-    const auto isa = static_cast<pqcd::kernels::Isa>(i);
-    if (!pqcd::kernels::IsaSupported(isa)) continue;
-    backends.push_back(isa);
-    if (!names.empty()) names += ',';
-    names += pqcd::kernels::IsaName(isa);
-  }
+  const std::vector<pqcd::kernels::Isa> backends = pqcd::kernels::SupportedIsas();
+  const std::string names = pqcd::kernels::SupportedIsaNames(",");
   benchmark::AddCustomContext("pqcd_pinned_cpu", std::to_string(cpu));
   benchmark::AddCustomContext("pqcd_backends", names);
   benchmark::AddCustomContext("pqcd_tsc_per_op", "TSC ticks per operation (constant-rate counter)");

@@ -250,11 +250,7 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--sets=", 0) == 0) {
       sets = a.substr(7);
     } else {
-      std::string isas;  // the kernels' list of backends, not a copy of it
-      for (size_t i = 0; i < k::kIsaCount; ++i) {
-        if (!isas.empty()) isas += '|';
-        isas += k::IsaName(static_cast<k::Isa>(i));
-      }
+      const std::string isas = k::AllIsaNames("|");  // the kernels' list, not a copy of it
       std::fprintf(stderr,
                    "usage: slhdsa-peers [--cpu=N] [--rounds=R] [--sets=NAME,...|all]\n"
                    "                    [--isa=%s] [--sha256=auto|portable|shani|lanes]\n"

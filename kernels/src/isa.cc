@@ -139,15 +139,40 @@ std::string_view IsaName(Isa isa) {
 // Every name IsaName gives (the one list of backends), plus "ref" and "scalar" for portable.
 absl::StatusOr<Isa> ParseIsa(std::string_view name) {
   if (name == "ref" || name == "scalar") return Isa::kPortable;
-  std::string expected;
-  for (size_t i = 0; i < kIsaCount; ++i) {
-    const Isa isa = static_cast<Isa>(i);
+  for (const Isa isa : kAllIsas) {
     if (name == IsaName(isa)) return isa;
-    if (!expected.empty()) expected += i + 1 == kIsaCount ? " or " : ", ";
-    expected += IsaName(isa);
   }
-  return absl::InvalidArgumentError("unknown ISA '" + std::string(name) + "' (expected " +
-                                    expected + ")");
+  return absl::InvalidArgumentError("unknown ISA '" + std::string(name) + "' (expected one of " +
+                                    AllIsaNames(", ") + ")");
+}
+
+namespace {
+
+std::string JoinNames(const auto& isas, std::string_view separator) {
+  std::string out;
+  for (const Isa isa : isas) {
+    if (!out.empty()) out += separator;
+    out += IsaName(isa);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AllIsaNames(std::string_view separator) {
+  return JoinNames(kAllIsas, separator);
+}
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> out;
+  for (const Isa isa : kAllIsas) {
+    if (IsaSupported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::string SupportedIsaNames(std::string_view separator) {
+  return JoinNames(SupportedIsas(), separator);
 }
 
 const CpuFeatures& DetectedCpuFeatures() {

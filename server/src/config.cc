@@ -23,9 +23,7 @@ namespace {
 // supports the one asked for is checked at start-up (server.cc), with the best supported named.
 std::vector<std::string> IsaChoices() {
   std::vector<std::string> choices;
-  for (size_t i = 0; i < kernels::kIsaCount; ++i) {
-    choices.emplace_back(kernels::IsaName(static_cast<kernels::Isa>(i)));
-  }
+  for (const kernels::Isa isa : kernels::kAllIsas) choices.emplace_back(kernels::IsaName(isa));
   choices.emplace_back("auto");
   return choices;
 }

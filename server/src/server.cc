@@ -376,15 +376,9 @@ int DaemonMain(int argc, char** argv) {
   if (config.isa != "auto") {
     auto parsed_isa = kernels::ParseIsa(config.isa);
     if (!parsed_isa.ok() || !kernels::IsaSupported(*parsed_isa)) {
-      std::string supported;  // every backend this CPU/OS can run, from the kernels' list
-      for (size_t i = 0; i < kernels::kIsaCount; ++i) {
-        const auto each = static_cast<kernels::Isa>(i);
-        if (!kernels::IsaSupported(each)) continue;
-        if (!supported.empty()) supported += ", ";
-        supported += kernels::IsaName(each);
-      }
       log->critical("--isa {}: not supported by this CPU/OS (supported: {}; auto picks {})",
-                    config.isa, supported, kernels::IsaName(kernels::BestSupportedIsa()));
+                    config.isa, kernels::SupportedIsaNames(", "),
+                    kernels::IsaName(kernels::BestSupportedIsa()));
       return 1;
     }
     isa = *parsed_isa;

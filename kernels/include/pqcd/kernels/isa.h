@@ -8,9 +8,12 @@
 // an error, never an illegal instruction.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,9 +26,15 @@ namespace pqcd::kernels {
 // aarch64 (arch/aarch64/neon/).
 enum class Isa : uint8_t { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
 inline constexpr size_t kIsaCount = 4;  // number of Isa values (tables indexed by Isa)
+// Every Isa value, in order: the one list that flag choices, usage texts and loops over
+// backends iterate.
+inline constexpr std::array<Isa, kIsaCount> kAllIsas = {Isa::kPortable, Isa::kAvx2, Isa::kAvx512,
+                                                        Isa::kNeon};
 
 std::string_view IsaName(Isa isa);
 absl::StatusOr<Isa> ParseIsa(std::string_view name);
+// IsaName of every value of kAllIsas, joined by `separator` ("portable|avx2|avx512|neon").
+std::string AllIsaNames(std::string_view separator);
 
 // What the CPU and OS support (independent of what is active).
 struct CpuFeatures {
@@ -39,6 +48,9 @@ struct CpuFeatures {
 const CpuFeatures& DetectedCpuFeatures();
 bool IsaSupported(Isa isa);
 Isa BestSupportedIsa();
+// The backends this CPU and OS can run, in kAllIsas order; and their names joined by `separator`.
+std::vector<Isa> SupportedIsas();
+std::string SupportedIsaNames(std::string_view separator);
 
 // The backend in use. The first call reads PQCD_ISA (an unknown or unsupported value is reported by
 // InitIsaFromEnvironment and otherwise falls back to the best supported backend).
