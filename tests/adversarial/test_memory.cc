@@ -120,22 +120,7 @@ class FloodHelper {
       ::close(in[1]);
       return;
     }
-    std::vector<std::string> args = {PQCD_FLOOD_HELPER, sock, std::to_string(calls)};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s = {"ASAN_OPTIONS=detect_leaks=0", "PATH=/usr/bin:/bin"};
-    std::vector<char*> envp;
-    for (auto& e : env_s) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {  // only async-signal-safe calls until execve
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(126);
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
+    pid_ = SpawnAs(uid, {PQCD_FLOOD_HELPER, sock, std::to_string(calls)}, in[0], out[1]);
     ::close(in[0]);
     ::close(out[1]);
     in_ = in[1];

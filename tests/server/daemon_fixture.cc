@@ -189,13 +189,10 @@ std::string Daemon::Health(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 // Runs the helper as `uid` (fork, drop to uid, exec: the child uses no gRPC before exec).
-std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& op,
-                        const std::string& key_id) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  std::vector<std::string> args = {PQCD_IDENTITY_HELPER, sock, op, key_id};
+pid_t SpawnAs(uid_t uid, const std::vector<std::string>& args, int in_fd, int out_fd) {
+  std::vector<std::string> args_copy = args;
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args_copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_s = {"ASAN_OPTIONS=detect_leaks=0", "PATH=/usr/bin:/bin"};
   std::vector<char*> envp;
@@ -203,14 +200,26 @@ std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& o
   envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
+    if ((in_fd >= 0 && ::dup2(in_fd, 0) < 0) || (out_fd >= 0 && ::dup2(out_fd, 1) < 0)) {
+      ::_exit(125);
+    }
     if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(126);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& op,
+                        const std::string& key_id) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return "pipe failed";
+  const pid_t pid = SpawnAs(uid, {PQCD_IDENTITY_HELPER, sock, op, key_id}, -1, fds[1]);
   ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return "fork failed";
+  }
   std::string out;
   char buf[512];
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
@@ -234,8 +243,11 @@ long RssKiB(pid_t pid) {
 }
 
 bool HashServedOnUnix(const std::string& sock) {
-  auto stub = pqc::v1::Crypto::NewStub(
-      grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+  return HashServedOn(grpc::CreateChannel("unix:" + sock, grpc::InsecureChannelCredentials()));
+}
+
+bool HashServedOn(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = pqc::v1::Crypto::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   pqc::v1::HashRequest req;

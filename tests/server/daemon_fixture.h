@@ -80,6 +80,12 @@ class Daemon {
 // Runs pqcd_identity_helper (identity_helper.cc) as `uid` against the Unix socket `sock`: fork,
 // drop to uid, exec (the child uses no gRPC before exec). Returns what it printed ("error <code>"
 // for a failed call), or "helper failed: ..." when it could not run.
+// Forks, drops to `uid` (group `uid` too, no supplementary groups) and executes args[0] with
+// `args`, in an environment of its own (ASan without leak checks, a plain PATH); the child's
+// standard input and output are in_fd and out_fd (-1: this process's). Only async-signal-safe
+// calls between fork and execve, so it is safe in a process that runs gRPC. The pid, or -1.
+pid_t SpawnAs(uid_t uid, const std::vector<std::string>& args, int in_fd, int out_fd);
+
 std::string RunHelperAs(uid_t uid, const std::string& sock, const std::string& op,
                         const std::string& key_id);
 
@@ -106,6 +112,8 @@ bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds
 long RssKiB(pid_t pid);
 // One SHA3-256 Hash over the Unix socket `sock` on a fresh channel: whether it was answered right.
 bool HashServedOnUnix(const std::string& sock);
+// The same on any channel (a fresh one makes a new connection).
+bool HashServedOn(const std::shared_ptr<grpc::Channel>& channel);
 
 // Runs a shell command; returns its exit status.
 int Shell(const std::string& command);
