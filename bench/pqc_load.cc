@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "connection_flags.h"
 #include "pqcd/client/client.h"
 #include "pqcd/client/histogram.h"
 #include "pqcd/kernels/algorithms.h"
@@ -493,9 +494,7 @@ int Classify(const absl::StatusOr<Result>& r, const MixEntry& e, const Fixture& 
 }
 
 struct Config {
-  std::string targets = "127.0.0.1:50051";
-  bool tls = false;
-  std::string ca, cert, key, server_name;
+  pqcd::cli::ConnectionFlags connection;
   std::string op = "ML-KEM-768:decaps";
   int concurrency = 16;
   double rate = 0;
@@ -885,7 +884,7 @@ class Runner {
       j["pack"] = cfg_.pack > 0 ? json(cfg_.pack) : json("default");
     }
     j.update(meter_.Report(cost_start_, cost_end_, secs, reqs, ops));
-    if (mode == "grpc") j["targets"] = cfg_.targets;
+    if (mode == "grpc") j["targets"] = cfg_.connection.targets;
     j.update(backend_.Extra());
     return j;
   }
@@ -1181,14 +1180,7 @@ int main(int argc, char** argv) {
   Config cfg;
   CLI::App app{"pqc-load: load generator for the pqcd daemon (or its engine in-process)",
                "pqc-load"};
-  app.add_option("--targets,--target,-t", cfg.targets,
-                 "daemons: host:port or unix:PATH, comma-separated (gRPC round robin)")
-      ->capture_default_str();
-  app.add_flag("--tls", cfg.tls, "use TLS (implied by --ca/--cert)");
-  app.add_option("--ca", cfg.ca, "PEM CA of the daemons' certificates");
-  app.add_option("--cert", cfg.cert, "client certificate (mTLS)");
-  app.add_option("--key", cfg.key, "client key (mTLS)");
-  app.add_option("--server-name", cfg.server_name, "name to check in the daemons' certificates");
+  pqcd::cli::AddConnectionFlags(app, cfg.connection, "--targets,--target,-t", "");
   app.add_option("--op", cfg.op,
                  "operation mix ALG:OP[=WEIGHT],... OP: keygen encaps decaps sign verify hash")
       ->capture_default_str();
@@ -1290,16 +1282,7 @@ int main(int argc, char** argv) {
 #endif
   } else {
     ClientOptions o;
-    o.targets.clear();
-    std::stringstream ss(cfg.targets);
-    for (std::string t; std::getline(ss, t, ',');) {
-      if (!t.empty()) o.targets.push_back(t);
-    }
-    o.tls.enabled = cfg.tls || !cfg.ca.empty() || !cfg.cert.empty();
-    o.tls.ca_file = cfg.ca;
-    o.tls.cert_file = cfg.cert;
-    o.tls.key_file = cfg.key;
-    o.tls.server_name = cfg.server_name;
+    pqcd::cli::ApplyConnectionFlags(cfg.connection, o);
     o.default_timeout = absl::Seconds(cfg.timeout_s);
     if (cfg.style == "auto") {
       // One shared stream packs best; more channels (--channels) mean more shared streams.

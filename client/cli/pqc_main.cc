@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "connection_flags.h"
 #include "pqcd/client/client.h"
 #include "pqcd/encoding/key_encoding.h"
 
@@ -40,9 +41,7 @@ struct Exit {
 };
 
 struct Global {
-  std::string target = "127.0.0.1:50051";
-  bool tls = false;
-  std::string ca, cert, key, server_name;
+  pqcd::cli::ConnectionFlags connection;
   double timeout_s = 30;
   bool json = false;
   std::string in_format = "raw";
@@ -189,16 +188,7 @@ T Check(absl::StatusOr<T> r) {
 
 std::unique_ptr<pqcd::client::Client> Connect(const Global& g) {
   pqcd::client::ClientOptions o;
-  o.targets.clear();
-  std::stringstream ss(g.target);
-  for (std::string t; std::getline(ss, t, ',');) {
-    if (!t.empty()) o.targets.push_back(t);
-  }
-  o.tls.enabled = g.tls || !g.ca.empty() || !g.cert.empty();
-  o.tls.ca_file = g.ca;
-  o.tls.cert_file = g.cert;
-  o.tls.key_file = g.key;
-  o.tls.server_name = g.server_name;
+  pqcd::cli::ApplyConnectionFlags(g.connection, o);
   o.default_timeout = absl::Seconds(g.timeout_s);
   auto c = pqcd::client::Client::Create(std::move(o));
   if (!c.ok()) {
@@ -312,15 +302,7 @@ int main(int argc, char** argv) {
       "pqc"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.add_option("--target,-t", g.target,
-                 "daemon address: host:port or unix:PATH (several, comma-separated: round robin)")
-      ->envname("PQC_TARGET")
-      ->capture_default_str();
-  app.add_flag("--tls", g.tls, "use TLS (implied by --ca/--cert)");
-  app.add_option("--ca", g.ca, "PEM file of the CA that signed the daemon's certificate");
-  app.add_option("--cert", g.cert, "client certificate (PEM) for mTLS");
-  app.add_option("--key", g.key, "client private key (PEM) for mTLS");
-  app.add_option("--server-name", g.server_name, "name to check in the daemon's certificate");
+  pqcd::cli::AddConnectionFlags(app, g.connection, "--target,-t", "PQC_TARGET");
   app.add_option("--timeout", g.timeout_s, "deadline of each call, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
