@@ -482,12 +482,8 @@ struct KeyStore::Impl {
       manifest_counter = m.counter;
       return absl::OkStatus();
     }
-    std::map<std::string, Manifest> by_owner;
-    for (auto& [id, k] : m.keys) {
-      Manifest& part = by_owner[id.first];
-      part.counter = m.counter;
-      part.keys.emplace(id, std::move(k));
-    }
+    const uint64_t counter = m.counter;
+    const std::map<std::string, Manifest> by_owner = internal::SplitByOwner(std::move(m));
     std::set<std::string> written;
     for (const auto& [o, part] : by_owner) {
       if (auto st = WriteShard(o, part); !st.ok()) return st;
@@ -496,14 +492,14 @@ struct KeyStore::Impl {
     const std::set<std::string> before = shard_tags;
     for (const std::string& tag : before) {
       if (!written.contains(tag)) {
-        RemoveFile(std::string(kManifestName) + "." + tag);
+        RemoveFile(internal::ManifestShardNameForTag(tag));
         shard_tags.erase(tag);
       }
     }
     if (single_manifest) RemoveFile(kManifestName);
     if (auto st = FsyncFd(keys_dir_fd.get(), keys_dir); !st.ok()) return st;
     single_manifest = false;
-    manifest_counter = m.counter;
+    manifest_counter = counter;
     return absl::OkStatus();
   }
 
@@ -1288,7 +1284,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
     }
     if (!orphaned.empty()) {
       const auto& [tag, n] = *orphaned.begin();
-      return fail(absl::StrCat(kManifestName, ".", tag, " is missing but ", n,
+      return fail(absl::StrCat(internal::ManifestShardNameForTag(tag), " is missing but ", n,
                                " record file(s) of its owner exist (", orphaned.size(),
                                " owner(s) in all); restore it from a backup (nothing was loaded)"));
     }
@@ -1398,7 +1394,7 @@ absl::StatusOr<std::unique_ptr<KeyStore>> KeyStore::Impl::OpenImpl(const KeyStor
       if (auto st = impl.WriteManifest(*manifest); !st.ok()) return st;
     } else if (!empty_shards.empty()) {
       for (const std::string& tag : empty_shards) {
-        impl.RemoveFile(absl::StrCat(kManifestName, ".", tag));
+        impl.RemoveFile(internal::ManifestShardNameForTag(tag));
         impl.shard_tags.erase(tag);
       }
       if (auto st = FsyncFd(dir_fd, impl.keys_dir); !st.ok()) return st;

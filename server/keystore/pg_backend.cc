@@ -208,25 +208,20 @@ absl::Status PgBackend::SplitManifestByOwner() {
       (m.counter == 0 && !m.keys.empty())) {
     return absl::DataLossError("the key store database's manifest (schema 1) is malformed");
   }
-  std::map<std::string, Manifest> by_owner;
-  for (auto& [id, k] : m.keys) {
-    Manifest& part = by_owner[id.first];
-    part.counter = m.counter;
-    part.keys.emplace(id, std::move(k));
-  }
   ManifestRoot root;
   root.counter = m.counter;
+  const std::map<std::string, Manifest> by_owner = SplitByOwner(std::move(m));
   for (const auto& [owner, part] : by_owner) {
     auto sealed = sealer_.SealBlob(kManifestShardMagic, EncodeManifestShard(owner, part));
     if (!sealed.ok()) return sealed.status();
     if (auto w = Exec("INSERT INTO pqcd_manifest_owners (owner, counter, sealed) "
                       "VALUES ($1, $2::int8, $3)",
-                      {PgParam::Text(owner), PgParam::Int(static_cast<int64_t>(m.counter)),
+                      {PgParam::Text(owner), PgParam::Int(static_cast<int64_t>(root.counter)),
                        PgParam::Bytes(sealed->data(), sealed->size())});
         !w.ok()) {
       return w.status();
     }
-    root.owners[owner] = m.counter;
+    root.owners[owner] = root.counter;
   }
   auto sealed = sealer_.SealBlob(kManifestRootMagic, EncodeManifestRoot(root));
   if (!sealed.ok()) return sealed.status();

@@ -451,7 +451,21 @@ std::optional<KeyFileName> ParseKeyFileName(std::string_view name, bool legacy) 
 constexpr std::string_view kManifestShardPrefix = "MANIFEST.";
 
 std::string MakeManifestShardName(std::string_view owner) {
-  return std::string(kManifestShardPrefix) + OwnerTag(owner);
+  return ManifestShardNameForTag(OwnerTag(owner));
+}
+
+std::string ManifestShardNameForTag(std::string_view owner_tag) {
+  return std::string(kManifestShardPrefix) + std::string(owner_tag);
+}
+
+std::map<std::string, Manifest> SplitByOwner(Manifest m) {
+  std::map<std::string, Manifest> parts;
+  for (auto& [id, k] : m.keys) {
+    Manifest& part = parts[id.first];
+    part.counter = m.counter;
+    part.keys.emplace(id, std::move(k));
+  }
+  return parts;
 }
 
 std::optional<std::string> ParseManifestShardName(std::string_view name) {

@@ -108,11 +108,15 @@ bool DecodeManifestPayload(const uint8_t* data, size_t size, Manifest* m);
 // one per owner, so that a change rewrites only its owner's part): the owner, then a manifest
 // payload that lists only that owner's keys.
 std::string MakeManifestShardName(std::string_view owner);
+// The same from the owner tag (OwnerTag) alone.
+std::string ManifestShardNameForTag(std::string_view owner_tag);
 // The owner tag of a "MANIFEST.<32 lower-case hex digits>" name; nullopt for any other name.
 std::optional<std::string> ParseManifestShardName(std::string_view name);
 std::vector<uint8_t> EncodeManifestShard(std::string_view owner, const Manifest& m);
 // False when the bytes are not a well-formed shard, or list a key of another owner.
 bool DecodeManifestShard(const uint8_t* data, size_t size, std::string* owner, Manifest* m);
+// m's keys by owner, each part with m's counter: the shards of m.
+std::map<std::string, Manifest> SplitByOwner(Manifest m);
 
 // The PostgreSQL store's manifest row (schema 2): the store's counter, and for every owner with
 // keys the counter its own manifest row (a shard, as above) was written at, so that an owner's
