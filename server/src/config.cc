@@ -188,6 +188,23 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
       "seconds a connection may go without a call in progress before pqcd closes it gracefully "
       "(HTTP/2 GOAWAY; clients reconnect on their next call); 0: never")
       ->check(CLI::Range(0.0, 86400.0 * 365));
+  add("lanes", c.lanes,
+      "shared-memory lanes for callers on this host, on the socket --unix PATH + \".lane\" "
+      "(needs --unix): on | off")
+      ->check(CLI::IsMember({"on", "off"}));
+  add("max-lanes", c.max_lanes,
+      "lanes open at once (connections still asking for one count too); further ones are refused")
+      ->check(CLI::Range(1u, 1u << 16));
+  add("max-lanes-per-identity", c.max_lanes_per_identity,
+      "lanes open at once of one identity (so that one local user cannot take them all)")
+      ->check(CLI::Range(1u, 1u << 16));
+  add("lane-slots", c.lane_slots,
+      "the most requests one lane may have in flight (its slots; a power of two is used)")
+      ->check(CLI::Range(1u, 256u));
+  add("lane-max-input", c.lane_max_input,
+      "the longest message or hash input (and hash output) a lane request may carry, in bytes; "
+      "it sizes every slot (longer ones: gRPC)")
+      ->check(CLI::Range(64u, 1u << 20));
   app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
                "let callers without a client certificate (identity 'anonymous') use held keys")
       ->envname("PQCD_ALLOW_INSECURE_TCP");

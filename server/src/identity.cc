@@ -55,6 +55,13 @@ std::string UnixIdentity(uint32_t uid, const IdentityPolicy& policy) {
   return std::string(kUnixUid) + std::to_string(uid);
 }
 
+namespace {
+bool IsAdmin(const std::string& identity, const IdentityPolicy& policy) {
+  return identity != kAnonymous &&
+         std::find(policy.admins.begin(), policy.admins.end(), identity) != policy.admins.end();
+}
+}  // namespace
+
 Caller IdentifyCaller(const grpc::ServerContextBase& context, const IdentityPolicy& policy) {
   Caller caller;
   caller.identity = std::string(kAnonymous);
@@ -75,14 +82,19 @@ Caller IdentifyCaller(const grpc::ServerContextBase& context, const IdentityPoli
     caller.may_hold_keys = caller.identity != kAnonymous;
   } else if (std::optional<uint32_t> uid;
              policy.unix_peer_uid && (uid = policy.unix_peer_uid(context.peer()))) {
-    caller.identity = UnixIdentity(*uid, policy);
-    caller.may_hold_keys = true;
+    return UnixCaller(*uid, policy);
   } else {
     caller.may_hold_keys = policy.allow_insecure_tcp;
   }
-  caller.admin =
-      caller.identity != kAnonymous &&
-      std::find(policy.admins.begin(), policy.admins.end(), caller.identity) != policy.admins.end();
+  caller.admin = IsAdmin(caller.identity, policy);
+  return caller;
+}
+
+Caller UnixCaller(uint32_t uid, const IdentityPolicy& policy) {
+  Caller caller;
+  caller.identity = UnixIdentity(uid, policy);
+  caller.may_hold_keys = true;
+  caller.admin = IsAdmin(caller.identity, policy);
   return caller;
 }
 

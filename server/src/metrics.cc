@@ -149,6 +149,10 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     unix_connections_ = std::move(f);
   }
+  void SetLanes(std::function<Lanes()> f) {
+    absl::MutexLock lock(&mu_);
+    lanes_ = std::move(f);
+  }
   void SetTcpConnections(std::function<TcpConnections()> f) {
     absl::MutexLock lock(&mu_);
     tcp_connections_ = std::move(f);
@@ -287,6 +291,57 @@ class Metrics::EngineCollector : public prometheus::Collectable {
                    {"uid_limit", static_cast<double>(u.refused_uid_limit)},
                    {"handshake_timeout", static_cast<double>(u.refused_handshake_timeout)},
                    {"not_http2", static_cast<double>(u.refused_not_http2)}});
+    }
+    if (lanes_) {
+      const Lanes l = lanes_();
+      AddLabelled(
+          out, "pqcd_lanes",
+          "Shared-memory lanes: state=open (served), state=pending (connected, not opened "
+          "yet)",
+          MetricType::Gauge, "state",
+          {{"open", static_cast<double>(l.open)}, {"pending", static_cast<double>(l.pending)}});
+      AddGauge(out, "pqcd_lanes_opened_total", "Shared-memory lanes opened",
+               static_cast<double>(l.opened), MetricType::Counter);
+      AddLabelled(out, "pqcd_lanes_refused_total",
+                  "Lanes refused: reason=limit (--max-lanes), identity_limit "
+                  "(--max-lanes-per-identity), memory (--memory-limit, --memory-per-identity), "
+                  "protocol (not a lane request, or none within --handshake-timeout)",
+                  MetricType::Counter, "reason",
+                  {{"limit", static_cast<double>(l.refused_limit)},
+                   {"identity_limit", static_cast<double>(l.refused_identity_limit)},
+                   {"memory", static_cast<double>(l.refused_memory)},
+                   {"protocol", static_cast<double>(l.refused_protocol)}});
+      AddGauge(out, "pqcd_lanes_broken_total",
+               "Lanes closed because the caller wrote a ring index that cannot be right",
+               static_cast<double>(l.broken), MetricType::Counter);
+      MetricFamily requests{"pqcd_lane_requests_total",
+                            "Lane requests answered, by status code",
+                            MetricType::Counter,
+                            {}};
+      for (int code = 0; code < Lanes::kCodes; ++code) {
+        ClientMetric c = Labeled({{"code", StatusCodeName(static_cast<grpc::StatusCode>(code))}});
+        c.counter.value = static_cast<double>(l.requests[code]);
+        requests.metric.push_back(c);
+      }
+      out.push_back(std::move(requests));
+      MetricFamily duration{"pqcd_lane_request_duration_seconds",
+                            "Lane requests from their arrival in the daemon to their answer",
+                            MetricType::Histogram,
+                            {}};
+      ClientMetric h;
+      uint64_t cumulative = 0;
+      for (int i = 0; i < Lanes::kBuckets; ++i) {
+        cumulative += l.duration_buckets[i];
+        ClientMetric::Bucket b;
+        b.cumulative_count = cumulative;
+        b.upper_bound =
+            i == Lanes::kBuckets - 1 ? std::numeric_limits<double>::infinity() : Lanes::kBounds[i];
+        h.histogram.bucket.push_back(b);
+      }
+      h.histogram.sample_count = cumulative;
+      h.histogram.sample_sum = l.duration_sum_s;
+      duration.metric.push_back(h);
+      out.push_back(std::move(duration));
     }
     if (tcp_connections_) {
       const TcpConnections t = tcp_connections_();
@@ -453,6 +508,7 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   std::function<KeyRefusals()> key_refusals_;
   std::function<UnixConnections()> unix_connections_;
   std::function<TcpConnections()> tcp_connections_;
+  std::function<Lanes()> lanes_;
   std::function<Bounds()> bounds_;
   std::function<KeyStoreLink()> key_store_link_;
   std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
@@ -515,6 +571,9 @@ void Metrics::SetUnixConnectionsSource(std::function<UnixConnections()> source) 
   engine_collector_->SetUnixConnections(std::move(source));
 }
 
+void Metrics::SetLanesSource(std::function<Lanes()> source) {
+  engine_collector_->SetLanes(std::move(source));
+}
 void Metrics::SetTcpConnectionsSource(std::function<TcpConnections()> source) {
   engine_collector_->SetTcpConnections(std::move(source));
 }

@@ -27,10 +27,12 @@
 #include "health_async.h"
 #include "keystore/key_store.h"
 #include "keystore/pg_conn.h"
+#include "lanes.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/engine/pqc_executor.h"
 #include "pqcd/kernels/isa.h"
 #include "pqcd/kernels/random.h"
+#include "pqcd/lane/protocol.h"
 #include "pqcd/server/algorithms.h"
 #include "pqcd/server/config.h"
 #include "pqcd/server/crypto_service.h"
@@ -606,7 +608,6 @@ int DaemonMain(int argc, char** argv) {
   health.Start(&core_queues);
   reflection_v1alpha.Start(&core_queues);
   reflection_v1.Start(&core_queues);
-  (*engine)->AttachIo(&core_queues);
   // The order every stop keeps: health Watches end (once they have sent NOT_SERVING), no new
   // calls (the server shuts down once the calls in progress are answered or cancelled, which the
   // workers still serve), then the core queues end, then the engine.
@@ -616,7 +617,36 @@ int DaemonMain(int argc, char** argv) {
     server->Shutdown(deadline);
     core_queues.Stop();
     (*engine)->Shutdown(mode);
-  };
+  };  // Shared-memory lanes beside the Unix socket (lanes.h): the workers poll them with their
+  // completion queues.
+  std::unique_ptr<LaneServer> lanes;
+  if (config.lanes == "on" && !config.unix_socket.empty()) {
+    LaneOptions lo;
+    lo.socket_path = config.unix_socket + lane::kSocketSuffix;
+    lo.mode = static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8));
+    lo.max_lanes = config.max_lanes;
+    lo.max_lanes_per_identity = config.max_lanes_per_identity;
+    lo.max_slots = config.lane_slots;
+    lo.default_slots = std::min<uint32_t>(32, config.lane_slots);
+    lo.max_input_bytes = config.lane_max_input;
+    lo.handshake_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(config.handshake_timeout_s * 1000));
+    lo.intake_per_poll = config.max_batch;
+    lo.log = log;
+    auto started = LaneServer::Start(std::move(lo), &ctx, core_queues.size(), &core_queues);
+    if (!started.ok()) {
+      log->critical("lanes: {}", std::string(started.status().message()));
+      if (unix_listener) unix_listener->Stop();
+      (*engine)->AttachIo(&core_queues);
+      stop_serving(engine::ShutdownMode::kAbort, std::chrono::system_clock::now());
+      return 1;
+    }
+    lanes = std::move(*started);
+    metrics.SetLanesSource([l = lanes.get()] { return l->stats(); });
+  }
+  ServingIo serving_io(&core_queues, lanes.get());
+  (*engine)->AttachIo(&serving_io);
+
   if (unix_listener) {
     unix_listener->Start(server.get());
     metrics.SetUnixConnectionsSource([l = unix_listener.get()] {
@@ -704,6 +734,7 @@ int DaemonMain(int argc, char** argv) {
   metrics.SetUnixConnectionsSource(nullptr);
   metrics.SetTcpConnectionsSource(nullptr);
   if (unix_listener) unix_listener->Stop();  // no connections are handed over from here on
+  if (lanes) lanes->Stop();  // no new lanes; what the open ones still submit is refused
   stop_serving(left > 0 ? engine::ShutdownMode::kAbort : engine::ShutdownMode::kDrain,
                std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   log->debug("gRPC server, core queues and engine shut down");

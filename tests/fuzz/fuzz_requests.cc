@@ -15,6 +15,8 @@
 //      bit 3 set), message = the rest
 //   6  Hash: payload[0] picks the algorithm and payload[1] the XOF length; data = the rest
 //   7  as 0, but the caller may not hold keys (the anonymous plain-TCP caller)
+//   0 with bit 3 set: payload is a shared-memory lane slot (lane/include/pqcd/lane/protocol.h):
+//      the daemon's lane decoder (DecodeLaneRequest), then as 0, then the answer's encoding
 //
 // Seeds: `fuzz_requests -write_seeds=DIR` writes a small seed corpus (our own valid requests for
 // each operation and raw inputs of the right sizes) and exits; run_fuzz.sh uses it.
@@ -33,7 +35,9 @@
 #include <vector>
 
 #include "keystore/key_store.h"
+#include "lanes.h"
 #include "ops.h"
+#include "pqcd/lane/protocol.h"
 #include "pqc/v1/crypto.pb.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/engine/pqc_executor.h"
@@ -69,13 +73,16 @@ struct Env {
 
 // Runs one operation to completion (synchronously). Held keys created by it are deleted again so
 // that the store does not grow over a long run.
-void RunOperation(Env& env, const server::Caller& caller, const pqc::v1::Operation& op) {
-  pqc::v1::OperationResult result;
+// Returns the final status; *result_out (if given) gets the result.
+absl::Status RunOperation(Env& env, const server::Caller& caller, const pqc::v1::Operation& op,
+                          pqc::v1::OperationResult* result_out = nullptr) {
+  pqc::v1::OperationResult local;
+  pqc::v1::OperationResult& result = result_out != nullptr ? *result_out : local;
   server::OpState st;
   absl::Status s = server::PrepareOperation(&env.ctx, caller, op, &result, &st);
   if (!s.ok()) {
     server::SetResultStatus(&result, s);
-    return;
+    return s;
   }
   std::mutex mu;
   std::condition_variable cv;
@@ -96,6 +103,22 @@ void RunOperation(Env& env, const server::Caller& caller, const pqc::v1::Operati
   if (result.has_keygen() && !result.keygen().key_id().empty()) {
     (void)env.keys->Delete(caller.identity, result.keygen().key_id(), 0);
   }
+  return final_status;
+}
+
+// A lane slot (lane/include/pqcd/lane/protocol.h) as the daemon's workers take it: decoded into
+// a private message, run as mode 0, and the answer encoded into a slot of the lane's size.
+void RunLaneSlot(Env& env, Bytes slot) {
+  constexpr uint32_t kMaxInput = 16384;
+  static const size_t slot_bytes = lane::SlotBytes(kMaxInput);
+  pqc::v1::Operation op;
+  server::LaneRequestMeta meta;
+  pqc::v1::OperationResult result;
+  absl::Status s = server::DecodeLaneRequest(slot.data(), slot.size(), kMaxInput, &op, &meta);
+  if (s.ok()) s = RunOperation(env, env.holder, op, &result);
+  std::vector<uint8_t> answer(slot_bytes);
+  const size_t n = server::EncodeLaneResponse(meta, s, result, answer.data(), answer.size());
+  if (n > answer.size()) std::abort();
 }
 
 Env& GetEnv() {
@@ -333,6 +356,22 @@ int WriteSeeds(const std::string& dir) {
   WriteSeed(dir, "raw_verify", 4, Str(Bytes(pk)) + Str(Bytes(sig)) + msg);
   WriteSeed(dir, "raw_sign_expanded", 5 | 8, Str(Bytes(sk)) + msg);
   WriteSeed(dir, "raw_hash", 6, std::string("\x05\x20", 2) + "abc");
+  // Lane slots: a hash, and a decapsulation with the seed form of the key.
+  auto lane_slot = [](uint32_t op, uint32_t algorithm, const std::string& key,
+                      const std::string& input) {
+    lane::RequestHeader h{};
+    h.op = op;
+    h.algorithm = algorithm;
+    h.key_len = static_cast<uint32_t>(key.size());
+    h.input_len = static_cast<uint32_t>(input.size());
+    std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+    return out + key + input;
+  };
+  WriteSeed(dir, "lane_hash", 0 | 8,
+            lane_slot(static_cast<uint32_t>(lane::Op::kHash), pqc::v1::SHA3_256, "", "abc"));
+  WriteSeed(dir, "lane_decaps", 0 | 8,
+            lane_slot(static_cast<uint32_t>(lane::Op::kDecaps), pqc::v1::ML_KEM_768,
+                      Str(Bytes(kseed)), Str(Bytes(ct))));
   std::printf("fuzz_requests: seeds written to %s\n", dir.c_str());
   return 0;
 }
@@ -362,9 +401,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (sel & 7) {
     case 0:
     case 7: {
+      if ((sel & 7) == 0 && bit3) {
+        RunLaneSlot(env, payload);
+        break;
+      }
       pqc::v1::Operation op;
       if (op.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-        RunOperation(env, (sel & 7) == 0 ? env.holder : env.anonymous, op);
+        RunOperation(env, (sel & 7) == 0 ? env.holder : env.anonymous, op).IgnoreError();
       }
       break;
     }
@@ -374,7 +417,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         int n = 0;
         for (const auto& op : batch.operations()) {
           if (++n > 8) break;
-          RunOperation(env, env.holder, op);
+          RunOperation(env, env.holder, op).IgnoreError();
         }
       }
       break;

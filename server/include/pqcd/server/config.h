@@ -30,10 +30,16 @@ struct Config {
   uint32_t max_tcp_connections = 4096;              // TCP connections on --listen at once
   uint32_t max_tcp_connections_per_address = 1024;  // ... from one peer address (IPv6: /64)
   double connection_idle_timeout_s = 600;           // no call in progress: GOAWAY; 0: never
-  std::string tls_min_version = "1.2";              // 1.2 or 1.3
-  std::string legacy_local_owner;  // owner given to keys that the old code stored as "local"
-  std::string data_dir;            // held keys persisted here; "": memory only
-  std::string kek_file;            // key-encryption key (32 raw bytes or 64 hex chars)
+  // Shared-memory lanes on --unix PATH + ".lane" (server/src/lanes.h).
+  std::string lanes = "on";             // on | off
+  uint32_t max_lanes = 64;              // lanes open at once (and connections asking for one)
+  uint32_t max_lanes_per_identity = 8;  // ... of one identity
+  uint32_t lane_slots = 128;            // the most requests one lane may have in flight
+  uint32_t lane_max_input = 16384;      // the longest input (message, data) on a lane
+  std::string tls_min_version = "1.2";  // 1.2 or 1.3
+  std::string legacy_local_owner;       // owner given to keys that the old code stored as "local"
+  std::string data_dir;                 // held keys persisted here; "": memory only
+  std::string kek_file;                 // key-encryption key (32 raw bytes or 64 hex chars)
 
   // Accept a KEK file with group/other permission bits (refused otherwise).
   bool allow_shared_kek_file = false;

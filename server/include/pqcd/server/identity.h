@@ -47,6 +47,9 @@ struct IdentityPolicy {
 
 Caller IdentifyCaller(const grpc::ServerContextBase& context, const IdentityPolicy& policy);
 
+// A Unix-socket caller with this uid (SO_PEERCRED): gRPC on the Unix socket and the lanes.
+Caller UnixCaller(uint32_t uid, const IdentityPolicy& policy);
+
 // The identity of a Unix-socket caller with this uid under `policy` (no I/O).
 std::string UnixIdentity(uint32_t uid, const IdentityPolicy& policy);
 

@@ -59,6 +59,28 @@ class Metrics {
     uint64_t refused_not_http2 = 0;
   };
   void SetUnixConnectionsSource(std::function<UnixConnections()> source);
+  // The shared-memory lanes (pqcd_lanes*, pqcd_lane_*), read at scrape time; only exported when
+  // lanes are served. LaneServer::stats() fills it.
+  struct Lanes {
+    static constexpr int kCodes = 17;  // gRPC status codes
+    static constexpr int kBuckets = 16;
+    // Upper bounds of the latency buckets, seconds (the last bucket: +Inf).
+    static constexpr double kBounds[kBuckets - 1] = {5e-6,   10e-6,  20e-6,  50e-6,  100e-6,
+                                                     200e-6, 500e-6, 1e-3,   2e-3,   5e-3,
+                                                     10e-3,  50e-3,  100e-3, 500e-3, 1.0};
+    size_t open = 0;
+    size_t pending = 0;  // connected, not opened yet
+    uint64_t opened = 0;
+    uint64_t refused_limit = 0;           // --max-lanes
+    uint64_t refused_identity_limit = 0;  // --max-lanes-per-identity
+    uint64_t refused_memory = 0;          // --memory-limit, --memory-per-identity
+    uint64_t refused_protocol = 0;        // not a lane request, or none within --handshake-timeout
+    uint64_t broken = 0;                  // closed for a ring index that cannot be right
+    uint64_t requests[kCodes] = {};       // answered, by status code
+    uint64_t duration_buckets[kBuckets] = {};  // arrival to answer; per bucket (not cumulative)
+    double duration_sum_s = 0;
+  };
+  void SetLanesSource(std::function<Lanes()> source);
   // The TCP listener's connections (pqcd_tcp_connections*), read at scrape time; only exported
   // when the daemon listens on TCP.
   struct TcpConnections {
