@@ -1,7 +1,7 @@
 // pqc-load: load generator for pqcd.
 //
 //   pqc-load --targets 127.0.0.1:50051 --op ML-KEM-768:decaps=50,ML-DSA-65:verify=50
-//            --concurrency 64 --duration 10s --warmup 2s [--style unary|batch|stream] [--json]
+//            --concurrency 64 --duration 10s --warmup 2s [--style unary|batch|stream|lane] [--json]
 //   pqc-load --rate 20000 ...            open loop (latency measured from the intended send time)
 //   pqc-load --in-process --workers 4    the same mix straight through the engine (no gRPC)
 //   pqc-load --style auto -c 32          one call per operation through the batching client
@@ -944,8 +944,9 @@ int main(int argc, char** argv) {
                  "call style: unary (an RPC per operation), batch (Batch RPCs of --batch-size), "
                  "stream (Streams of --inflight operations, packed --pack to a message), auto "
                  "(an async call per operation through the batching client, which packs the "
-                 "calls in flight onto a shared Stream)")
-      ->check(CLI::IsMember({"unary", "batch", "stream", "auto"}))
+                 "calls in flight onto a shared Stream), lane (an operation at a time through the "
+                 "daemon's shared-memory lanes, --channels lanes; needs a unix: target)")
+      ->check(CLI::IsMember({"unary", "batch", "stream", "auto", "lane"}))
       ->capture_default_str();
   app.add_option("--batch-size", cfg.batch_size, "operations per Batch call")
       ->check(CLI::Range(1, 10000))
@@ -1035,12 +1036,20 @@ int main(int argc, char** argv) {
       o.batching.enabled = true;
       if (cfg.pack > 0) o.batching.max_pack = static_cast<size_t>(cfg.pack);
       o.channels = std::max(cfg.channels, 1);
+    } else if (cfg.style == "lane") {
+      o.lane.enabled = true;
+      o.lane.lanes = std::max(cfg.channels, 1);
+      o.lane.slots = static_cast<uint32_t>(std::clamp(cfg.concurrency, 1, 256));
     } else {
       o.channels = cfg.channels > 0 ? cfg.channels : std::clamp(cfg.concurrency / 16, 1, 8);
     }
     auto c = Client::Create(std::move(o));
     if (!c.ok()) {
       std::cerr << "pqc-load: " << c.status() << '\n';
+      return 2;
+    }
+    if (cfg.style == "lane" && (*c)->lane_status() != "lanes") {
+      std::cerr << "pqc-load: --style lane: " << (*c)->lane_status() << '\n';
       return 2;
     }
     auto ready = (*c)->WaitForServing(absl::Seconds(10));

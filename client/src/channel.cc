@@ -175,6 +175,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 // reference to each channel is thus dropped here, on the caller's thread, and never on a gRPC
 // thread, whose completion queue the channel's destruction may shut down and join.
 Client::~Client() {
+  impl_->lane.reset();       // the lanes' threads end; what they still held fails CANCELLED
   impl_->batcher.reset();    // cancels the shared streams; waits until they are destroyed
   impl_->in_flight.Close();  // cancels the async calls in flight; waits until they are deleted
 }  // the channels and stubs go now
@@ -221,7 +222,28 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     env.default_timeout = raw->options.default_timeout;
     raw->batcher = std::make_unique<internal::Batcher>(raw->options.batching, std::move(env));
   }
+  if (impl->options.lane.enabled) {
+    const std::vector<std::string>& t = impl->options.targets;
+    if (t.size() != 1 || t[0].rfind("unix:", 0) != 0) {
+      impl->lane_status = "gRPC: lanes need one unix: target";
+    } else {
+      std::string path = t[0].substr(5);
+      if (path.rfind("//", 0) == 0) path = path.substr(2);  // unix:///path
+      auto lane =
+          internal::LaneTransport::Open(path, impl->options.lane.lanes, impl->options.lane.slots);
+      if (lane.ok()) {
+        impl->lane = *std::move(lane);
+        impl->lane_status = "lanes";
+      } else {
+        impl->lane_status = absl::StrCat("gRPC: ", lane.status().message());
+      }
+    }
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+const std::string& Client::lane_status() const {
+  return impl_->lane_status;
 }
 
 }  // namespace pqcd::client

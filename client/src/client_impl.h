@@ -28,6 +28,7 @@
 #include "batcher.h"
 #include "convert.h"
 #include "in_flight.h"
+#include "lane_transport.h"
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqc/v1/keys.grpc.pb.h"
 #include "pqcd/client/client.h"
@@ -93,6 +94,9 @@ struct Client::Impl {
   internal::InFlight in_flight;
   // Set when options.batching.enabled.
   std::unique_ptr<internal::Batcher> batcher;
+  // Set when options.lane.enabled and the daemon gave lanes (lane_transport.h); else why not.
+  std::unique_ptr<internal::LaneTransport> lane;
+  std::string lane_status = "not asked for (ClientOptions::lane)";
 
   Channel& Pick() {
     return channels[next_channel.fetch_add(1, std::memory_order_relaxed) % channels.size()];

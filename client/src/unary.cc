@@ -203,6 +203,19 @@ BatchResults Client::RunPipelined(const std::vector<Operation>& ops, const Pipel
 }
 
 absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call) {
+  if (impl_->lane) {
+    Operation copy = op;
+    absl::StatusOr<Result> out;
+    absl::Notification finished;
+    Callback<Result> done = [&](absl::StatusOr<Result> r) {
+      out = std::move(r);
+      finished.Notify();
+    };
+    if (impl_->lane->Submit(copy, done, impl_->Deadline(call) - absl::Now())) {
+      finished.WaitForNotification();
+      return out;
+    }
+  }
   if (impl_->batcher) {
     pqc::v1::Operation p = OperationProto(op);
     if (impl_->MayWaitForBatched(p)) return impl_->RunBatched(std::move(p), call);
@@ -233,25 +246,39 @@ absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call)
 }
 
 // ---- Crypto, async --------------------------------------------------------------------------
-#define PQCD_ASYNC_UNARY(Method, Op, ReqT, RetT)                                    \
-  void Client::Method##Async(Op op, Callback<RetT> done, const CallOptions& call) { \
-    if (impl_->batcher) {                                                           \
-      pqc::v1::Operation p = OperationProto(op);                                    \
-      if (Batchable(p)) {                                                           \
-        impl_->batcher->Submit(                                                     \
-            std::move(p),                                                           \
-            [done = std::move(done)](absl::StatusOr<Result> r) mutable {            \
-              done(Narrow<RetT>(std::move(r)));                                     \
-            },                                                                      \
-            call);                                                                  \
-        return;                                                                     \
-      }                                                                             \
-      internal::WipeOperation(&p);                                                  \
-    }                                                                               \
-    pqc::v1::ReqT req;                                                              \
-    ToProto(op, &req);                                                              \
-    impl_->UnaryAsync(&pqc::v1::Crypto::Stub::async::Method, std::move(req),        \
-                      internal::FromProtoDone(std::move(done)), call);              \
+#define PQCD_ASYNC_UNARY(Method, Op, ReqT, RetT)                                             \
+  void Client::Method##Async(Op op, Callback<RetT> done, const CallOptions& call) {          \
+    if (impl_->lane) {                                                                       \
+      Operation any = std::move(op);                                                         \
+      Callback<Result> narrow = [done = std::move(done)](absl::StatusOr<Result> r) mutable { \
+        done(Narrow<RetT>(std::move(r)));                                                    \
+      };                                                                                     \
+      if (impl_->lane->Submit(any, narrow, impl_->Deadline(call) - absl::Now())) {           \
+        return;                                                                              \
+      }                                                                                      \
+      op = std::get<Op>(std::move(any));                                                     \
+      done = [narrow = std::move(narrow)](absl::StatusOr<RetT> r) mutable {                  \
+        if (!r.ok()) return narrow(r.status());                                              \
+        narrow(Result(*std::move(r)));                                                       \
+      };                                                                                     \
+    }                                                                                        \
+    if (impl_->batcher) {                                                                    \
+      pqc::v1::Operation p = OperationProto(op);                                             \
+      if (Batchable(p)) {                                                                    \
+        impl_->batcher->Submit(                                                              \
+            std::move(p),                                                                    \
+            [done = std::move(done)](absl::StatusOr<Result> r) mutable {                     \
+              done(Narrow<RetT>(std::move(r)));                                              \
+            },                                                                               \
+            call);                                                                           \
+        return;                                                                              \
+      }                                                                                      \
+      internal::WipeOperation(&p);                                                           \
+    }                                                                                        \
+    pqc::v1::ReqT req;                                                                       \
+    ToProto(op, &req);                                                                       \
+    impl_->UnaryAsync(&pqc::v1::Crypto::Stub::async::Method, std::move(req),                 \
+                      internal::FromProtoDone(std::move(done)), call);                       \
   }
 
 PQCD_ASYNC_UNARY(KeyGen, KeyGenOp, KeyGenRequest, KeyPair)
@@ -277,6 +304,7 @@ void Client::BatchAsync(std::vector<Operation> ops, Callback<BatchResults> done,
 }
 
 void Client::RunAsync(Operation op, Callback<Result> done, const CallOptions& call) {
+  if (impl_->lane && impl_->lane->Submit(op, done, impl_->Deadline(call) - absl::Now())) return;
   if (impl_->batcher) {
     pqc::v1::Operation p = OperationProto(op);
     if (Batchable(p)) {

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
 #include "daemon_fixture.h"
 #include "gtest/gtest.h"
 #include "lane_test_support.h"
+#include "pqcd/client/client.h"
 #include "pqcd_lane.h"
 
 namespace pqcd::testing {
@@ -297,6 +299,80 @@ TEST(LaneOptions, DrainAnswersOrClosesEveryLaneRequest) {
     EXPECT_EQ(rc, PQCD_LANE_ECLOSED);
   }
   EXPECT_EQ(d.Wait(std::chrono::seconds(60)), 0) << d.log();
+}
+
+}  // namespace
+}  // namespace pqcd::testing
+
+namespace pqcd::testing {
+namespace {
+
+// The C++ client with ClientOptions::lane: the same calls and statuses as on gRPC, over lanes
+// when the daemon offers them, over gRPC when it does not.
+TEST(LaneClient, TheClientUsesLanesWhenOfferedAndGrpcOtherwise) {
+  for (const bool lanes_on : {true, false}) {
+    SCOPED_TRACE(lanes_on ? "--lanes on" : "--lanes off");
+    Daemon d;
+    const std::string sock = d.dir() / "pqcd.sock";
+    ASSERT_TRUE(
+        d.Start({"--unix", sock, "--log-level", "warn", "--lanes", lanes_on ? "on" : "off"}));
+    client::ClientOptions o;
+    o.targets = {"unix:" + sock};
+    o.lane.enabled = true;
+    auto c = client::Client::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    if (lanes_on) {
+      EXPECT_EQ((*c)->lane_status(), "lanes");
+    } else {
+      EXPECT_EQ((*c)->lane_status().rfind("gRPC: ", 0), 0u) << (*c)->lane_status();
+    }
+    client::KeyGenOp kg;
+    kg.algorithm = client::Algorithm::kMlKem768;
+    auto pair = (*c)->Run(kg);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    const auto& kp = std::get<client::KeyPair>(*pair);
+    client::EncapsOp enc;
+    enc.algorithm = client::Algorithm::kMlKem768;
+    enc.key = client::Key::Raw(kp.public_key);
+    // Async, through the typed call.
+    std::promise<absl::StatusOr<client::EncapsResult>> p;
+    (*c)->EncapsAsync(enc, [&](absl::StatusOr<client::EncapsResult> r) { p.set_value(r); });
+    auto e = p.get_future().get();
+    ASSERT_TRUE(e.ok()) << e.status();
+    client::DecapsOp dec;
+    dec.algorithm = client::Algorithm::kMlKem768;
+    dec.key = client::Key::Raw(kp.private_key);
+    dec.ciphertext = e->ciphertext;
+    auto ss = (*c)->Run(dec);
+    ASSERT_TRUE(ss.ok()) << ss.status();
+    EXPECT_EQ(std::get<client::DecapsResult>(*ss).shared_secret, e->shared_secret);
+    // A bad key: INVALID_ARGUMENT naming the field, either way.
+    dec.key = client::Key::Raw("short");
+    auto bad = (*c)->Run(dec);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("private_key"), std::string::npos) << bad.status();
+    // A held key that does not exist: NOT_FOUND.
+    client::SignOp sign;
+    sign.algorithm = client::Algorithm::kMlDsa65;
+    sign.key = client::Key::Held("no-such-key");
+    sign.message = "m";
+    auto nf = (*c)->Run(sign);
+    EXPECT_EQ(nf.status().code(), absl::StatusCode::kNotFound) << nf.status();
+    // An input longer than a lane carries goes by gRPC, with the same answer.
+    client::HashOp big;
+    big.algorithm = client::Algorithm::kSha3_256;
+    big.data.assign(100000, 'x');
+    auto h = (*c)->Run(big);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(std::get<client::HashResult>(*h).digest.size(), 32u);
+    const std::string m = HttpGet(d.metrics_port(), "/metrics");
+    if (lanes_on) {
+      EXPECT_GE(MetricValue(m, "pqcd_lane_requests_total{code=\"OK\"}"), 3) << m;
+    }
+    c->reset();
+    EXPECT_EQ(d.Terminate(), 0) << d.log();
+  }
 }
 
 }  // namespace

@@ -77,6 +77,16 @@ struct ClientOptions {
   std::string load_balancing = "round_robin";
   int max_message_bytes = 64 << 20;
   BatchingOptions batching;
+  // The daemon's shared-memory lanes (pqcd --unix PATH serves them on PATH.lane): with one
+  // "unix:PATH" target and a daemon that offers them, Run, RunAsync and the *Async calls go
+  // through lanes instead of gRPC (the same results and statuses; operations a lane cannot carry,
+  // KeyGen with labels or inputs over the daemon's --lane-max-input, still go by gRPC). The
+  // client falls back to gRPC when the daemon offers no lane; lane_status() says which.
+  struct LaneOptions {
+    bool enabled = false;
+    int lanes = 1;       // each driven by a thread of its own
+    uint32_t slots = 0;  // requests in flight per lane; 0: the daemon's default
+  } lane;
 };
 
 struct CallOptions {
@@ -119,6 +129,9 @@ struct StreamStats {
 class Client {
  public:
   static absl::StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+  // "lanes" when operations go through the daemon's shared-memory lanes, else "gRPC: <why not>"
+  // (or "not asked for").
+  const std::string& lane_status() const;
   // Cancels the calls still in flight (their callbacks run with CANCELLED, or with what they had
   // already got) and waits until every callback has returned and gRPC is done with every call;
   // only then are the channels released. So: never destroy a Client inside one of its own

@@ -1,0 +1,315 @@
+#include "lane_transport.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "pqcd/lane/protocol.h"
+#include "pqcd_lane.h"
+
+namespace pqcd::client::internal {
+namespace {
+
+// One operation in the lane format, owning what the request points at until it is submitted.
+struct Pending {
+  Operation op;
+  Callback<Result> done;
+  uint32_t timeout_ms = 0;
+  uint32_t kind = 0;  // PQCD_LANE_*
+};
+
+std::string Copy(const uint8_t* p, size_t n) {
+  return n == 0 ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
+}
+
+uint32_t Alg(Algorithm a) {
+  return static_cast<uint32_t>(a);
+}
+
+// The request for `p.op` (views of its strings) and the slot bytes it takes.
+pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
+  pqcd_lane_request rq{};
+  rq.timeout_ms = p.timeout_ms;
+  auto view = [](const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); };
+  auto key = [&](const Key& k) {
+    if (k.held()) {
+      rq.flags |= PQCD_LANE_HELD_KEY;
+      rq.key_id = k.ref->key_id.c_str();
+      rq.key_version = k.ref->version;
+    } else {
+      rq.key = view(k.bytes);
+      rq.key_len = k.bytes.size();
+    }
+  };
+  size_t key_id_len = 0;
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        rq.algorithm = Alg(o.algorithm);
+        if constexpr (std::is_same_v<T, KeyGenOp>) {
+          rq.op = PQCD_LANE_KEYGEN;
+          rq.key = view(o.seed);
+          rq.key_len = o.seed.size();
+          if (o.hold) rq.flags |= PQCD_LANE_HOLD;
+          if (!o.key_id.empty()) rq.key_id = o.key_id.c_str();
+          key_id_len = o.key_id.size();
+        } else if constexpr (std::is_same_v<T, EncapsOp>) {
+          rq.op = PQCD_LANE_ENCAPS;
+          key(o.key);
+        } else if constexpr (std::is_same_v<T, DecapsOp>) {
+          rq.op = PQCD_LANE_DECAPS;
+          key(o.key);
+          rq.input = view(o.ciphertext);
+          rq.input_len = o.ciphertext.size();
+        } else if constexpr (std::is_same_v<T, SignOp>) {
+          rq.op = PQCD_LANE_SIGN;
+          key(o.key);
+          rq.input = view(o.message);
+          rq.input_len = o.message.size();
+          rq.context = view(o.context);
+          rq.context_len = o.context.size();
+          if (o.deterministic) rq.flags |= PQCD_LANE_DETERMINISTIC;
+          if (o.external_mu) rq.flags |= PQCD_LANE_EXTERNAL_MU;
+          rq.pre_hash = static_cast<uint32_t>(o.pre_hash);
+        } else if constexpr (std::is_same_v<T, VerifyOp>) {
+          rq.op = PQCD_LANE_VERIFY;
+          key(o.key);
+          rq.input = view(o.message);
+          rq.input_len = o.message.size();
+          rq.signature = view(o.signature);
+          rq.signature_len = o.signature.size();
+          rq.context = view(o.context);
+          rq.context_len = o.context.size();
+          if (o.external_mu) rq.flags |= PQCD_LANE_EXTERNAL_MU;
+          rq.pre_hash = static_cast<uint32_t>(o.pre_hash);
+        } else {
+          rq.op = PQCD_LANE_HASH;
+          rq.input = view(o.data);
+          rq.input_len = o.data.size();
+          rq.output_length = o.output_length;
+        }
+        if constexpr (std::is_same_v<T, EncapsOp> || std::is_same_v<T, DecapsOp> ||
+                      std::is_same_v<T, SignOp> || std::is_same_v<T, VerifyOp>) {
+          if (o.key.held()) key_id_len = o.key.ref->key_id.size();
+        }
+      },
+      p.op);
+  *bytes = sizeof(lane::RequestHeader) + key_id_len + rq.context_len + rq.key_len + rq.input_len +
+           rq.signature_len;
+  return rq;
+}
+
+absl::StatusOr<Result> Decode(const Pending& p, const pqcd_lane_result& r) {
+  if (r.code != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(r.code),
+                        std::string(r.message, r.message_len));
+  }
+  const auto out = [&](int i) { return Copy(r.out[i], r.out_len[i]); };
+  switch (p.op.index()) {
+    case 0: {
+      KeyPair k;
+      k.algorithm = std::get<KeyGenOp>(p.op).algorithm;
+      k.public_key = out(0);
+      k.private_key = out(1);
+      k.seed = out(2);
+      k.key_id.assign(r.key_id, r.key_id_len);
+      k.key_version = r.key_version;
+      return k;
+    }
+    case 1:
+      return EncapsResult{out(0), out(1), r.key_version};
+    case 2:
+      return DecapsResult{out(0)};
+    case 3:
+      return SignResult{out(0), r.key_version};
+    case 4:
+      return VerifyResult{r.valid != 0};
+    default:
+      return HashResult{out(0)};
+  }
+}
+
+}  // namespace
+
+struct LaneTransport::Impl {
+  struct OneLane {
+    pqcd_lane* lane = nullptr;
+    size_t slot_bytes = 0;
+    uint32_t max_input = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Pending> queue;  // from other threads
+    bool stop = false;
+    std::vector<std::unique_ptr<Pending>> slots;  // in flight, by tag
+    std::vector<uint64_t> free_tags;
+    std::thread thread;
+  };
+  std::vector<std::unique_ptr<OneLane>> lanes;
+  std::atomic<uint64_t> next{0};
+
+  static thread_local OneLane* current;  // the lane whose thread this is
+
+  // On the lane's thread: submits p now; false when every slot is taken.
+  static bool SubmitNow(OneLane& l, std::unique_ptr<Pending>& p) {
+    if (l.free_tags.empty()) return false;
+    size_t bytes = 0;
+    pqcd_lane_request rq = Encode(*p, &bytes);
+    const uint64_t tag = l.free_tags.back();
+    rq.tag = tag;
+    const int rc = pqcd_lane_submit(l.lane, &rq);
+    if (rc == PQCD_LANE_EFULL) return false;
+    if (rc != 0) {
+      auto done = std::move(p->done);
+      done(absl::UnavailableError(absl::StrCat("pqcd lane: ", pqcd_lane_strerror(rc))));
+      p.reset();
+      return true;
+    }
+    l.free_tags.pop_back();
+    l.slots[tag] = std::move(p);
+    return true;
+  }
+
+  static void Run(OneLane* l) {
+    current = l;
+    std::deque<Pending> batch;
+    for (;;) {
+      {
+        std::unique_lock lock(l->mu);
+        const bool idle = l->free_tags.size() == l->slots.size();
+        if (idle && l->queue.empty() && !l->stop) {
+          l->cv.wait_for(lock, std::chrono::milliseconds(100),
+                         [&] { return !l->queue.empty() || l->stop; });
+        }
+        if (l->stop) break;
+        // As many as there are free slots; the rest wait in the queue.
+        while (!l->queue.empty() && batch.size() < l->free_tags.size()) {
+          batch.push_back(std::move(l->queue.front()));
+          l->queue.pop_front();
+        }
+      }
+      for (Pending& q : batch) {
+        auto p = std::make_unique<Pending>(std::move(q));
+        SubmitNow(*l, p);  // a free slot was counted for it
+      }
+      batch.clear();
+      if (l->free_tags.size() == l->slots.size()) continue;
+      // Short waits, so that operations queued by other threads meanwhile are not held up long.
+      pqcd_lane_result r;
+      const int rc = pqcd_lane_wait(l->lane, 200, &r);
+      if (rc == PQCD_LANE_ETIMEDOUT) continue;
+      if (rc != 0) {
+        FailAll(*l, absl::UnavailableError(
+                        absl::StrCat("pqcd lane closed: ", pqcd_lane_strerror(rc),
+                                     " (the daemon stopped, or refused the lane's use)")));
+        continue;
+      }
+      const uint64_t tag = r.tag;
+      if (tag >= l->slots.size() || !l->slots[tag]) {
+        pqcd_lane_release(l->lane, &r);
+        continue;
+      }
+      std::unique_ptr<Pending> p = std::move(l->slots[tag]);
+      l->free_tags.push_back(tag);
+      absl::StatusOr<Result> result = Decode(*p, r);
+      pqcd_lane_release(l->lane, &r);
+      auto done = std::move(p->done);
+      done(std::move(result));
+    }
+    FailAll(*l, absl::CancelledError("the client was destroyed"));
+    current = nullptr;
+  }
+
+  static void FailAll(OneLane& l, const absl::Status& why) {
+    for (uint64_t t = 0; t < l.slots.size(); ++t) {
+      if (!l.slots[t]) continue;
+      auto p = std::move(l.slots[t]);
+      l.free_tags.push_back(t);
+      auto done = std::move(p->done);
+      done(why);
+    }
+    std::deque<Pending> left;
+    {
+      std::lock_guard lock(l.mu);
+      left.swap(l.queue);
+    }
+    for (Pending& p : left) {
+      auto done = std::move(p.done);
+      done(why);
+    }
+  }
+};
+
+thread_local LaneTransport::Impl::OneLane* LaneTransport::Impl::current = nullptr;
+
+LaneTransport::LaneTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<LaneTransport>> LaneTransport::Open(const std::string& unix_path,
+                                                                   int lanes, uint32_t slots) {
+  auto impl = std::make_unique<Impl>();
+  for (int i = 0; i < std::max(lanes, 1); ++i) {
+    auto l = std::make_unique<Impl::OneLane>();
+    char err[512] = {};
+    if (pqcd_lane_open(unix_path.c_str(), slots, &l->lane, err, sizeof(err)) != 0) {
+      for (auto& open : impl->lanes) pqcd_lane_close(open->lane);
+      return absl::UnavailableError(err);
+    }
+    l->max_input = pqcd_lane_max_input(l->lane);
+    l->slot_bytes = lane::SlotBytes(l->max_input);
+    const uint32_t n = pqcd_lane_slots(l->lane);
+    l->slots.resize(n);
+    for (uint32_t t = n; t > 0; --t) l->free_tags.push_back(t - 1);
+    impl->lanes.push_back(std::move(l));
+  }
+  for (auto& l : impl->lanes) l->thread = std::thread(Impl::Run, l.get());
+  return std::unique_ptr<LaneTransport>(new LaneTransport(std::move(impl)));
+}
+
+LaneTransport::~LaneTransport() {
+  for (auto& l : impl_->lanes) {
+    {
+      std::lock_guard lock(l->mu);
+      l->stop = true;
+    }
+    l->cv.notify_all();
+  }
+  for (auto& l : impl_->lanes) {
+    if (l->thread.joinable()) l->thread.join();
+    pqcd_lane_close(l->lane);
+  }
+}
+
+bool LaneTransport::Submit(Operation& op, Callback<Result>& done, absl::Duration timeout) {
+  if (const auto* k = std::get_if<KeyGenOp>(&op); k != nullptr && !k->labels.empty()) {
+    return false;  // the lane format has no labels
+  }
+  Impl::OneLane* mine = Impl::current;
+  Impl::OneLane& l =
+      mine != nullptr ? *mine : *impl_->lanes[impl_->next.fetch_add(1) % impl_->lanes.size()];
+  Pending p;
+  p.op = std::move(op);
+  size_t bytes = 0;
+  const pqcd_lane_request rq = Encode(p, &bytes);
+  if (bytes > l.slot_bytes || rq.input_len > l.max_input) {
+    op = std::move(p.op);
+    return false;
+  }
+  p.done = std::move(done);
+  p.timeout_ms = static_cast<uint32_t>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, int64_t{1} << 31));
+  if (mine != nullptr) {
+    auto ptr = std::make_unique<Pending>(std::move(p));
+    if (Impl::SubmitNow(l, ptr)) return true;
+    p = std::move(*ptr);
+  }
+  {
+    std::lock_guard lock(l.mu);
+    l.queue.push_back(std::move(p));
+  }
+  l.cv.notify_one();
+  return true;
+}
+
+}  // namespace pqcd::client::internal
