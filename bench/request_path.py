@@ -42,6 +42,10 @@ STYLES = [
     ("stream1", ["--style", "stream", "--pack", "1", "--inflight", "128", "-c", "2"]),
     ("stream64", ["--style", "stream", "--pack", "64", "--inflight", "256", "-c", "2"]),
     ("auto32", ["--style", "auto", "-c", "32"]),
+    # The shared-memory lane (issue 29): Unix socket only, no floor (a gRPC server has no lanes).
+    # lane1: one request at a time (its latency is the round trip); lane32: 32 in flight.
+    ("lane1", ["--style", "lane", "-c", "1"]),
+    ("lane32", ["--style", "lane", "-c", "32"]),
 ]
 OPS = ["ML-KEM-768:decaps=100", "ML-DSA-65:verify=100", "ML-DSA-65:sign=100"]
 
@@ -64,7 +68,8 @@ class Server:
             # Held keys over TCP need --allow-insecure-tcp (loopback only, as everything here).
             cmd = [pqcd or os.path.join(build, "server/pqcd"), "--workers", "1", "--listen",
                    "127.0.0.1:0", "--port-file", port_file, "--unix", self.sock,
-                   "--metrics-listen", "none", "--log-level", "warn", "--allow-insecure-tcp"]
+                   "--metrics-listen", "none", "--log-level", "warn", "--allow-insecure-tcp",
+                   "--max-lanes-per-identity", "64"]
         else:
             cmd = [os.path.join(build, "bench/grpc_floor"), "--listen", "127.0.0.1:0",
                    "--unix", self.sock]
@@ -103,6 +108,40 @@ def load(build, cpu, args, duration):
     return json.loads(out.stdout)
 
 
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_lanes(a, tmp, seconds=5.0):
+    """pqcd's CPU over `seconds` with no lane open, then with a.idle_lanes lanes open and idle."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lane",
+                                    "examples", "python"))
+    import lane_example  # noqa: E402 (the ctypes binding of libpqcd_lane)
+    s = Server("pqcd", a.build, a.server_cpu, tmp, a.pqcd)
+    lib = os.path.join(a.build, "lane", "libpqcd_lane.so")
+    try:
+        time.sleep(1.0)
+        t0 = cpu_seconds(s.proc.pid)
+        time.sleep(seconds)
+        none = cpu_seconds(s.proc.pid) - t0
+        open_lanes = [lane_example.Lane(lib, s.sock) for _ in range(a.idle_lanes)]
+        for lane in open_lanes:  # each lane used once, then left idle
+            lane.call(lane_example.HASH, lane_example.SHA3_256, data=b"x")
+        time.sleep(1.0)
+        t0 = cpu_seconds(s.proc.pid)
+        time.sleep(seconds)
+        idle = cpu_seconds(s.proc.pid) - t0
+        for lane in open_lanes:
+            lane.close()
+    finally:
+        s.stop()
+    return ("\npqcd CPU over %.0f s: %.3f s with no lane, %.3f s with %d lanes open and idle "
+            "(clock tick %.3f s)" % (seconds, none, idle, a.idle_lanes,
+                                    1.0 / os.sysconf("SC_CLK_TCK")))
+
+
 def med(rows, key):
     vals = [r[key] for r in rows if r is not None and r.get(key) is not None]
     return statistics.median(vals) if vals else float("nan")
@@ -125,6 +164,9 @@ def main():
                     help="forms of the private key for decaps and sign: expanded, seed, held")
     ap.add_argument("--latency", action="store_true", help="open-loop p99 at half the max rate")
     ap.add_argument("--json", help="write every run here")
+    ap.add_argument("--idle-lanes", type=int, default=0,
+                    help="also measure pqcd's CPU while this many lanes are open and idle, beside "
+                    "none (issue 29)")
     a = ap.parse_args()
     op_list = a.ops.split(";") if ";" in a.ops else a.ops.split(",")
     # (op, private-key form): decaps and sign once per form, the others once.
@@ -156,6 +198,9 @@ def main():
                 for transport in transports:
                     for name, sargs in styles:
                         for kind in kinds:
+                            if name.startswith("lane") and (kind != "pqcd" or
+                                                            transport != "unix"):
+                                continue  # lanes: pqcd's, beside its Unix socket
                             s = servers[kind]
                             # The floor answers without crypto: its requests are the same
                             # size (a held key's carry a key_ref, not the key).
@@ -177,7 +222,9 @@ def main():
             for op in ops:
                 for transport in transports:
                     for name, sargs in styles:
-                        if name.startswith("batch"):  # pqc-load has no open loop for Batch
+                        if name.startswith("batch") or name.startswith("lane"):
+                            # pqc-load has no open loop for Batch; a lane's closed-loop latency
+                            # is its round trip (lane1)
                             continue
                         rate = med(pick(op, "pqcd", transport, name), "ops_per_second") / 2
                         if not rate == rate or rate <= 0:
@@ -212,6 +259,8 @@ def main():
               (" | |" if a.before else ""))
         for transport in transports:
             for name, _ in styles:
+                if name.startswith("lane") and transport != "unix":
+                    continue
                 p = pick(op, "pqcd", transport, name)
                 f = pick(op, "floor", transport, name)
                 pc, fc = med(p, "server_cpu_us_per_op"), med(f, "server_cpu_us_per_op")
@@ -237,6 +286,22 @@ def main():
             print("| %s | %s | %s | %.0f | %.0f | %.0f | %d | %.0f | %.0f |" % (
                 label(op), transport, name, rate, lat.get("p50", nan), lat.get("p99", nan),
                 r.get("error_total", 0), flat.get("p50", nan), flat.get("p99", nan)))
+    lanes = [(op, name) for op in ops for name, _ in styles if name.startswith("lane")]
+    if lanes:
+        print("\n| op | lane style | p50 µs | p90 µs | p99 µs | in-process CPU µs/op | "
+              "p50 above it µs |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for op, name in lanes:
+            p = pick(op, "pqcd", "unix", name)
+            ip = med(pick(op, "in-process", "-", "in-process"), "server_cpu_us_per_op")
+            lat = [x.get("latency_us", {}) for x in p if x is not None]
+            p50 = statistics.median([x["p50"] for x in lat]) if lat else float("nan")
+            p90 = statistics.median([x["p90"] for x in lat]) if lat else float("nan")
+            p99 = statistics.median([x["p99"] for x in lat]) if lat else float("nan")
+            print("| %s | %s | %.1f | %.1f | %.1f | %.2f | %.1f |" % (label(op), name, p50, p90,
+                                                                      p99, ip, p50 - ip))
+    if a.idle_lanes > 0:
+        print(idle_lanes(a, tmp))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": runs, "latency": [list(x) for x in latency]}, f)

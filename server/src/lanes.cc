@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t max_input,
                                pqc::v1::Operation* op, LaneRequestMeta* meta) {
   *meta = LaneRequestMeta{};
-  op->Clear();
+  // The message of the slot's previous request is reused: its sub-message of the same kind is
+  // cleared below (mutable_*()->Clear() keeps the strings' buffers), the others replaced.
   if (slot_bytes < sizeof(lane::RequestHeader)) {
     return absl::InvalidArgumentError("lane: the slot is smaller than a request header");
   }
@@ -105,6 +106,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_keygen();
+      r->Clear();
       r->set_algorithm(algorithm);
       r->set_seed(key.data(), key.size());
       r->set_hold((h.flags & lane::kHold) != 0);
@@ -118,6 +120,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_encaps();
+      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_public_key(key.data(), key.size());
       break;
@@ -127,6 +130,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_decaps();
+      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_private_key(key.data(), key.size());
       r->set_ciphertext(input.data(), input.size());
@@ -135,6 +139,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
     case lane::Op::kSign: {
       if (auto s = only(signature.empty(), "signature"); !s.ok()) return s;
       auto* r = op->mutable_sign();
+      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_private_key(key.data(), key.size());
       r->set_message(input.data(), input.size());
@@ -146,6 +151,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
     }
     case lane::Op::kVerify: {
       auto* r = op->mutable_verify();
+      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_public_key(key.data(), key.size());
       r->set_message(input.data(), input.size());
@@ -164,6 +170,7 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_hash();
+      r->Clear();
       r->set_algorithm(algorithm);
       r->set_data(input.data(), input.size());
       r->set_output_length(h.output_length);
@@ -241,6 +248,72 @@ void CpuRelax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+void Zero(const std::string& s) {
+  if (!s.empty()) explicit_bzero(const_cast<char*>(s.data()), s.size());
+}
+
+// The fields of a lane request and its answer that carry secrets (private keys, seeds, shared
+// secrets), wiped after each request: the messages are reused by the slot's next request, and a
+// walk of every field (WipeMessage) costs more than the operation's own overhead here.
+void WipeSecrets(pqc::v1::Operation& rq, pqc::v1::OperationResult& rs) {
+  switch (rq.op_case()) {
+    case pqc::v1::Operation::kKeygen:
+      Zero(rq.keygen().seed());
+      break;
+    case pqc::v1::Operation::kDecaps:
+      Zero(rq.decaps().private_key());
+      break;
+    case pqc::v1::Operation::kSign:
+      Zero(rq.sign().private_key());
+      break;
+    default:
+      break;
+  }
+  switch (rs.result_case()) {
+    case pqc::v1::OperationResult::kKeygen:
+      Zero(rs.keygen().private_key());
+      Zero(rs.keygen().seed());
+      break;
+    case pqc::v1::OperationResult::kEncaps:
+      Zero(rs.encaps().shared_secret());
+      break;
+    case pqc::v1::OperationResult::kDecaps:
+      Zero(rs.decaps().shared_secret());
+      break;
+    default:
+      break;
+  }
+}
+
+// Empties a result for the slot's next request, keeping its sub-message and the strings' buffers
+// (the next request is usually of the same kind).
+void ResetResult(pqc::v1::OperationResult* r) {
+  switch (r->result_case()) {
+    case pqc::v1::OperationResult::kKeygen:
+      r->mutable_keygen()->Clear();
+      break;
+    case pqc::v1::OperationResult::kEncaps:
+      r->mutable_encaps()->Clear();
+      break;
+    case pqc::v1::OperationResult::kDecaps:
+      r->mutable_decaps()->Clear();
+      break;
+    case pqc::v1::OperationResult::kSign:
+      r->mutable_sign()->Clear();
+      break;
+    case pqc::v1::OperationResult::kVerify:
+      r->mutable_verify()->Clear();
+      break;
+    case pqc::v1::OperationResult::kHash:
+      r->mutable_hash()->Clear();
+      break;
+    default:
+      break;
+  }
+  r->set_code(0);
+  r->clear_message();
 }
 
 void FutexWakeAll(uint32_t* word) {
@@ -774,8 +847,7 @@ void LaneServer::Publish(Op* op, const absl::Status& status) {
   const size_t written = EncodeLaneResponse(op->meta, status, op->result, slot, l->slot_bytes);
   const size_t request_bytes = std::min<size_t>(op->meta.request_bytes, l->slot_bytes);
   if (request_bytes > written) std::memset(slot + written, 0, request_bytes - written);
-  WipeMessage(op->request);
-  WipeMessage(op->result);
+  WipeSecrets(op->request, op->result);
   op->state.reset();
   const int code = std::clamp(static_cast<int>(status.code()), 0, Stats::kCodes - 1);
   codes_[code].fetch_add(1, std::memory_order_relaxed);
@@ -847,6 +919,7 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
     }
     Op* op = l->ops[index].get();
     op->arrived = Clock::now();
+    ResetResult(&op->result);
     l->in_flight.fetch_add(1, std::memory_order_relaxed);
     ctx_->inflight.fetch_add(1, std::memory_order_relaxed);
     absl::Status st = DecodeLaneRequest(l->slot(index), l->slot_bytes, options_.max_input_bytes,
