@@ -358,6 +358,7 @@ struct LaneServer::Lane {
   std::vector<uint32_t> waiting;  // answered slots the completion ring had no room for
   std::atomic<bool> has_waiting{false};
 
+  bool wake_queued = false;  // on its worker's to_wake (the worker's)
   std::atomic<uint32_t> in_flight{0};
   std::atomic<bool> broken{false};
   std::atomic<bool> closing{false};  // the control thread let go of it: free once idle
@@ -373,7 +374,12 @@ struct LaneServer::WorkerLanes {
   std::atomic<bool> idle{false};
   std::vector<engine::Job*> jobs;  // the worker's
   Clock::time_point last_active;   // the worker's: when a lane last gave it a request
+  std::vector<Lane*> to_wake;      // the worker's: callers to wake after this burst
 };
+
+// Wakes the callers that the worker's last burst answered while they slept (the worker's thread;
+// before any lane of it can be freed).
+void WakeCallers(std::vector<LaneServer::Lane*>& to_wake);
 
 LaneServer::LaneServer(LaneOptions options, ServiceContext* ctx, int workers,
                        engine::WorkerIo* waker)
@@ -623,14 +629,14 @@ void LaneServer::Refuse(int fd, int code, const std::string& why) {
   [[maybe_unused]] ssize_t w = ::send(fd, &reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-void LaneServer::ClosePending(int fd, bool timed_out) {
+void LaneServer::ClosePending(int fd, bool timed_out, bool protocol) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(fd);
     if (it == pending_.end()) return;
     if (--per_identity_[it->second.identity] == 0) per_identity_.erase(it->second.identity);
     pending_.erase(it);
-    ++refused_protocol_;
+    if (protocol) ++refused_protocol_;
   }
   if (timed_out) {
     // Registered (one-shot, never fired) until now.
@@ -661,7 +667,7 @@ void LaneServer::OpenPending(int fd) {
   }
   auto refuse = [&](absl::StatusCode code, const std::string& why) {
     Refuse(fd, static_cast<int>(code), why);
-    ClosePending(fd, false);
+    ClosePending(fd, false, /*protocol=*/false);
   };
   if (stopping_.load() || ctx_->draining.load()) {
     refuse(absl::StatusCode::kUnavailable, "pqcd is draining (shutting down)");
@@ -674,18 +680,22 @@ void LaneServer::OpenPending(int fd) {
   if (pow2 > options_.max_slots) pow2 >>= 1;
   slots = pow2;
   const size_t region = lane::RegionBytes(slots, slot_bytes_);
+  // Charged: the shared region, and as much again for the private copies of its requests and
+  // answers while they are computed.
+  const size_t charged = 2 * region;
   MemoryCharge charge;
   if (ctx_->memory != nullptr) {
-    if (absl::Status s = ctx_->memory->Charge(conn.identity, region); !s.ok()) {
+    if (absl::Status s = ctx_->memory->Charge(conn.identity, charged); !s.ok()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++refused_memory_;
-        --refused_protocol_;  // counted as memory, not protocol (ClosePending adds one)
       }
-      refuse(s.code(), absl::StrCat("lane of ", region, " bytes: ", s.message()));
+      Refuse(fd, static_cast<int>(s.code()),
+             absl::StrCat("a lane of ", slots, " slots takes ", charged, " bytes: ", s.message()));
+      ClosePending(fd, false, /*protocol=*/false);
       return;
     }
-    charge = MemoryCharge(ctx_->memory, conn.identity, region);
+    charge = MemoryCharge(ctx_->memory, conn.identity, charged);
   }
   const int memfd = ::memfd_create("pqcd-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   void* base = MAP_FAILED;
@@ -868,7 +878,19 @@ void LaneServer::Publish(Op* op, const absl::Status& status) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     wake_caller = lane::Word(l->control->caller_waiting).load(std::memory_order_relaxed) != 0;
   }
-  if (wake_caller) FutexWakeAll(&l->control->completion_tail.value);
+  if (wake_caller) {
+    // On the lane's own worker (the usual case: a completion in its burst) the caller is woken
+    // once after the burst (WakeCallers), not once per answer of the burst.
+    const engine::WorkerInfo* me = engine::CurrentWorker();
+    if (me != nullptr && me->id == worker) {
+      if (!l->wake_queued) {
+        l->wake_queued = true;
+        workers_[static_cast<size_t>(worker)]->to_wake.push_back(l);
+      }
+    } else {
+      FutexWakeAll(&l->control->completion_tail.value);
+    }
+  }
   ctx_->inflight.fetch_sub(1, std::memory_order_release);
   const bool closing = l->closing.load(std::memory_order_acquire);
   // Last: once in_flight is 0 a closing lane may be freed by its worker.
@@ -948,8 +970,17 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
   lane::Word(l->control->submission_head).store(l->sq_head, std::memory_order_release);
 }
 
+void WakeCallers(std::vector<LaneServer::Lane*>& to_wake) {
+  for (LaneServer::Lane* l : to_wake) {
+    l->wake_queued = false;
+    FutexWakeAll(&l->control->completion_tail.value);
+  }
+  to_wake.clear();
+}
+
 bool LaneServer::Intake(int worker) {
   WorkerLanes& w = *workers_[static_cast<size_t>(worker)];
+  if (!w.to_wake.empty()) WakeCallers(w.to_wake);
   if (w.count.load(std::memory_order_relaxed) == 0) return false;
   w.jobs.clear();
   bool any = false;
@@ -978,6 +1009,7 @@ bool LaneServer::Intake(int worker) {
     }
   }
   if (!w.jobs.empty()) ctx_->engine->SubmitBurst(w.jobs);
+  if (!w.to_wake.empty()) WakeCallers(w.to_wake);  // answers refused while taking requests
   if (any) w.last_active = Clock::now();
   return any;
 }
@@ -1014,6 +1046,7 @@ void LaneServer::Final(int worker) {
   for (Lane* l : w.lanes) {
     if (!l->broken.load() && !l->closing.load()) TakeFrom(l, &none, /*refuse_all=*/true);
   }
+  WakeCallers(w.to_wake);
 }
 
 // ---- The workers' I/O

@@ -113,7 +113,8 @@ class LaneServer {
   void Run();
   void Accept();
   void OpenPending(int fd);
-  void ClosePending(int fd, bool timed_out);
+  // Closes a connection that did not become a lane; protocol: count it as refused for that.
+  void ClosePending(int fd, bool timed_out, bool protocol = true);
   void Refuse(int fd, int code, const std::string& why);
   void SendRefusal(int fd);
   void FreeLane(Lane* lane);

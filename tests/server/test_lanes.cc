@@ -254,6 +254,21 @@ TEST(LaneOptions, LanesOffServesNone) {
   EXPECT_EQ(d.Terminate(), 0);
 }
 
+TEST(LaneOptions, ALaneIsChargedToTheMemoryAccount) {
+  Daemon d;
+  const std::string sock = d.dir() / "pqcd.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--log-level", "warn", "--memory-per-identity", "1"}));
+  Lane big(sock, 64);
+  EXPECT_FALSE(big.ok());
+  EXPECT_NE(big.error().find("--memory-per-identity"), std::string::npos) << big.error();
+  Lane small(sock, 1);
+  EXPECT_TRUE(small.ok()) << small.error();
+  const std::string m = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(m, "pqcd_lanes_refused_total{reason=\"memory\"}"), 1) << m;
+  EXPECT_EQ(MetricValue(m, "pqcd_lanes_refused_total{reason=\"protocol\"}"), 0) << m;
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
 TEST(LaneOptions, DrainAnswersOrClosesEveryLaneRequest) {
   Daemon d;
   const std::string sock = d.dir() / "pqcd.sock";
