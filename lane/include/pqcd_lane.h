@@ -21,6 +21,9 @@
  * results (in completion order; match them by tag) and pqcd_lane_release each.
  *
  * A lane is not thread-safe: use it from one thread at a time (open one lane per thread).
+ * pqcd_lane_wait spins 200 µs before it sleeps on a futex (the daemon then wakes it with a system
+ * call); the environment variable PQCD_LANE_SPIN_US, read by pqcd_lane_open, changes that
+ * (0..1000000): longer spins cost the caller CPU and save the daemon wake-ups under load.
  * Functions return 0 or one of the negative PQCD_LANE_E* values (pqcd_lane_strerror names it);
  * a request that reached the daemon reports the daemon's answer in result.code (a gRPC status
  * code) and result.message. */

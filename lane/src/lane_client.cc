@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -63,6 +64,7 @@ struct pqcd_lane {
   std::vector<uint32_t> free_slots;
   uint32_t in_flight = 0;
   bool closed = false;
+  int64_t spin_us = 200;  // pqcd_lane_wait spins this long before it sleeps (PQCD_LANE_SPIN_US)
 
   Control& control() { return *static_cast<Control*>(base); }
   uint8_t* slot(uint32_t i) {
@@ -200,6 +202,11 @@ int pqcd_lane_open(const char* unix_socket, uint32_t slots, pqcd_lane** lane, ch
   l->slot_bytes = reply.slot_bytes;
   l->max_input = reply.max_input_bytes;
   l->slots_offset = reply.slots_offset;
+  if (const char* spin = std::getenv("PQCD_LANE_SPIN_US"); spin != nullptr && *spin != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(spin, &end, 10);
+    if (end != nullptr && *end == '\0' && v >= 0 && v <= 1000000) l->spin_us = v;
+  }
   l->free_slots.reserve(reply.slot_count);
   for (uint32_t i = reply.slot_count; i > 0; --i) l->free_slots.push_back(i - 1);
   *lane = l;
@@ -291,7 +298,7 @@ int pqcd_lane_wait(pqcd_lane* lane, int64_t timeout_us, pqcd_lane_result* result
   if (lane == nullptr || result == nullptr) return PQCD_LANE_EINVAL;
   Control& c = lane->control();
   const auto start = Clock::now();
-  const auto spin_until = start + std::chrono::microseconds(50);
+  const auto spin_until = start + std::chrono::microseconds(lane->spin_us);
   const bool forever = timeout_us < 0;
   const auto deadline =
       forever ? Clock::time_point::max() : start + std::chrono::microseconds(timeout_us);
