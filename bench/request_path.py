@@ -126,7 +126,9 @@ def idle_lanes(a, tmp, seconds=5.0):
         t0 = cpu_seconds(s.proc.pid)
         time.sleep(seconds)
         none = cpu_seconds(s.proc.pid) - t0
-        open_lanes = [lane_example.Lane(lib, s.sock) for _ in range(a.idle_lanes)]
+        # 4 slots each: 64 lanes of the default 32 slots would pass the memory account's share
+        # of one identity (each lane is charged twice its region).
+        open_lanes = [lane_example.Lane(lib, s.sock, 4) for _ in range(a.idle_lanes)]
         for lane in open_lanes:  # each lane used once, then left idle
             lane.call(lane_example.HASH, lane_example.SHA3_256, data=b"x")
         time.sleep(1.0)
@@ -173,6 +175,8 @@ def main():
     ops = [(op, form) for op in op_list
            for form in (a.private_keys.split(",") if (":decaps" in op or ":sign" in op) else ["-"])]
     styles = [(n, args) for n, args in STYLES if n in a.styles.split(",")]
+    if not a.styles:
+        ops = []  # --styles '': only --idle-lanes
 
     def key_args(form):
         return [] if form == "-" else ["--private-key", form]
@@ -195,6 +199,24 @@ def main():
                          a.duration)
                 runs.append({"rep": rep, "op": op, "server": "in-process", "transport": "-",
                              "style": "in-process", "r": r})
+                if any(n == "lane1" for n, _ in styles):
+                    # One request at a time in-process: the reference of a lane's round trip.
+                    r = load(a.build, "%d,%d" % (a.load_cpu, a.server_cpu),
+                             ["--in-process", "--workers", "1", "-c", "1", "--op", op[0]] +
+                             key_args(op[1]), a.duration)
+                    runs.append({"rep": rep, "op": op, "server": "in-process", "transport": "-",
+                                 "style": "in-process1", "r": r})
+                    # Sparse traffic (1000 requests/s, open loop): the worker is blocked between
+                    # requests, so each one goes through the doorbell; unary gRPC beside it.
+                    for sname, sargs in (("lane-sparse", ["--style", "lane"]),
+                                         ("unary-sparse", ["--style", "unary"])):
+                        r = load(a.build, a.load_cpu,
+                                 ["--targets", servers["pqcd"].target("unix"), "--op", op[0],
+                                  "--rate", "1000", "--server-pid",
+                                  str(servers["pqcd"].proc.pid)] + sargs + key_args(op[1]),
+                                 a.duration)
+                        runs.append({"rep": rep, "op": op, "server": "pqcd", "transport": "unix",
+                                     "style": sname, "r": r})
                 for transport in transports:
                     for name, sargs in styles:
                         for kind in kinds:
@@ -286,22 +308,27 @@ def main():
             print("| %s | %s | %s | %.0f | %.0f | %.0f | %d | %.0f | %.0f |" % (
                 label(op), transport, name, rate, lat.get("p50", nan), lat.get("p99", nan),
                 r.get("error_total", 0), flat.get("p50", nan), flat.get("p99", nan)))
-    lanes = [(op, name) for op in ops for name, _ in styles if name.startswith("lane")]
-    if lanes:
-        print("\n| op | lane style | p50 µs | p90 µs | p99 µs | in-process CPU µs/op | "
-              "p50 above it µs |")
-        print("|---|---|---:|---:|---:|---:|---:|")
-        for op, name in lanes:
-            p = pick(op, "pqcd", "unix", name)
-            ip = med(pick(op, "in-process", "-", "in-process"), "server_cpu_us_per_op")
-            lat = [x.get("latency_us", {}) for x in p if x is not None]
-            p50 = statistics.median([x["p50"] for x in lat]) if lat else float("nan")
-            p90 = statistics.median([x["p90"] for x in lat]) if lat else float("nan")
-            p99 = statistics.median([x["p99"] for x in lat]) if lat else float("nan")
-            print("| %s | %s | %.1f | %.1f | %.1f | %.2f | %.1f |" % (label(op), name, p50, p90,
-                                                                      p99, ip, p50 - ip))
+    if any(n == "lane1" for n, _ in styles):
+        # The round trip of one request at a time beside the same in-process (the crypto of a
+        # lone request: its CPU per operation), and the sparse open-loop runs.
+        def lat(rows, q):
+            vals = [x["latency_us"][q] for x in rows if x is not None and "latency_us" in x]
+            return statistics.median(vals) if vals else float("nan")
+        print("\n| op | style | p50 µs | p90 µs | p99 µs | in-process, one at a time: CPU µs/op "
+              "| p50 µs | lane p50 above that CPU µs/op |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for op in ops:
+            ip1 = pick(op, "in-process", "-", "in-process1")
+            crypto = med(ip1, "server_cpu_us_per_op")
+            for name in ("lane1", "lane-sparse", "unary-sparse"):
+                p = pick(op, "pqcd", "unix", name)
+                print("| %s | %s | %.1f | %.1f | %.1f | %.2f | %.1f | %s |" % (
+                    label(op), name, lat(p, "p50"), lat(p, "p90"), lat(p, "p99"), crypto,
+                    lat(ip1, "p50"),
+                    "%.1f" % (lat(p, "p50") - crypto) if name == "lane1" else ""))
     if a.idle_lanes > 0:
-        print(idle_lanes(a, tmp))
+        for _ in range(a.repeats):
+            print(idle_lanes(a, tmp))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"runs": runs, "latency": [list(x) for x in latency]}, f)

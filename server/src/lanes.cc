@@ -35,8 +35,6 @@ using Clock = std::chrono::steady_clock;
 absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t max_input,
                                pqc::v1::Operation* op, LaneRequestMeta* meta) {
   *meta = LaneRequestMeta{};
-  // The message of the slot's previous request is reused: its sub-message of the same kind is
-  // cleared below (mutable_*()->Clear() keeps the strings' buffers), the others replaced.
   if (slot_bytes < sizeof(lane::RequestHeader)) {
     return absl::InvalidArgumentError("lane: the slot is smaller than a request header");
   }
@@ -88,10 +86,13 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
   if (held && !key.empty()) {
     return absl::InvalidArgumentError("key: a held key (flag HELD_KEY) comes with no key bytes");
   }
+  // Every field a lane sets is set below (the message is reused: mutable_*() keeps the kind's
+  // sub-message and the strings' buffers; the fields a lane never sets, labels and key_format,
+  // stay empty).
   auto set_ref = [&](pqc::v1::KeyRef* ref) {
     ref->set_key_id(key_id.data(), key_id.size());
     ref->set_version(h.key_version);
-    if (!owner.empty()) ref->set_owner(owner.data(), owner.size());
+    ref->set_owner(owner.data(), owner.size());
   };
   auto only = [&](bool ok, const char* what) {
     return ok ? absl::OkStatus()
@@ -106,7 +107,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_keygen();
-      r->Clear();
       r->set_algorithm(algorithm);
       r->set_seed(key.data(), key.size());
       r->set_hold((h.flags & lane::kHold) != 0);
@@ -120,7 +120,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_encaps();
-      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_public_key(key.data(), key.size());
       break;
@@ -130,7 +129,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_decaps();
-      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_private_key(key.data(), key.size());
       r->set_ciphertext(input.data(), input.size());
@@ -139,7 +137,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
     case lane::Op::kSign: {
       if (auto s = only(signature.empty(), "signature"); !s.ok()) return s;
       auto* r = op->mutable_sign();
-      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_private_key(key.data(), key.size());
       r->set_message(input.data(), input.size());
@@ -151,7 +148,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
     }
     case lane::Op::kVerify: {
       auto* r = op->mutable_verify();
-      r->Clear();
       r->set_algorithm(algorithm);
       held ? set_ref(r->mutable_key_ref()) : r->set_public_key(key.data(), key.size());
       r->set_message(input.data(), input.size());
@@ -170,7 +166,6 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
         return s;
       }
       auto* r = op->mutable_hash();
-      r->Clear();
       r->set_algorithm(algorithm);
       r->set_data(input.data(), input.size());
       r->set_output_length(h.output_length);
@@ -924,6 +919,7 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
   if (draining) {
     lane::Word(l->control->state).store(lane::kDraining, std::memory_order_release);
   }
+  const Clock::time_point arrived = Clock::now();  // one reading for what is taken together
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t index =
         std::atomic_ref<uint32_t>(l->submissions[l->sq_head & (l->slot_count - 1)])
@@ -940,7 +936,7 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
       l->ops[index]->slot = index;
     }
     Op* op = l->ops[index].get();
-    op->arrived = Clock::now();
+    op->arrived = arrived;
     ResetResult(&op->result);
     l->in_flight.fetch_add(1, std::memory_order_relaxed);
     ctx_->inflight.fetch_add(1, std::memory_order_relaxed);

@@ -52,7 +52,7 @@ class LaneError(Exception):
 
 
 class Lane:
-    def __init__(self, lib_path, socket_path):
+    def __init__(self, lib_path, socket_path, slots=0):
         self.lib = ctypes.CDLL(lib_path)
         self.lib.pqcd_lane_open.argtypes = [ctypes.c_char_p, ctypes.c_uint32,
                                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
@@ -64,7 +64,7 @@ class Lane:
         self.lib.pqcd_lane_strerror.restype = ctypes.c_char_p
         self.lane = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
-        if self.lib.pqcd_lane_open(socket_path.encode(), 0, ctypes.byref(self.lane), err,
+        if self.lib.pqcd_lane_open(socket_path.encode(), slots, ctypes.byref(self.lane), err,
                                    len(err)) != 0:
             raise LaneError(err.value.decode())
 
