@@ -347,6 +347,7 @@ struct LaneServer::Lane {
   uint32_t sq_head = 0;                          // the worker's: the next submission to take
   std::unique_ptr<std::atomic<uint8_t>[]> busy;  // per slot: taken, not answered yet
   std::vector<std::unique_ptr<Op>> ops;          // per slot, made on first use (the worker's)
+  GivenKeys given{/*own_copies=*/true};          // the worker's
 
   std::mutex mu;                  // the completion ring and `waiting`
   uint32_t cq_tail = 0;           // the next completion position
@@ -946,9 +947,10 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
     if (st.ok()) {
       op->state.emplace();
       op->state->ctx = ctx_;
-      // No GivenKeys: a caller may submit a slot again as soon as it was answered, and the view
-      // GivenKeys keeps of an earlier request's key would then point into rewritten memory.
-      st = PrepareOperation(ctx_, l->caller, op->request, &op->result, &*op->state);
+      // A private key given again (the same bytes as the lane's previous one) is prepared once
+      // for the run; the lane's GivenKeys keeps its own copy of the last key, as the slot's
+      // request message is rewritten by the slot's next request.
+      st = PrepareOperation(ctx_, l->caller, op->request, &op->result, &*op->state, &l->given);
     }
     if (!st.ok()) {
       SetResultStatus(&op->result, st);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -387,12 +388,22 @@ absl::StatusOr<JobKey> ResolveJobKey(ServiceContext* ctx, const Caller& caller, 
 
 }  // namespace
 
+GivenKeys::~GivenKeys() {
+  if (!owned_.empty()) explicit_bzero(owned_.data(), owned_.size());
+}
+
 std::shared_ptr<const SecretBytes> GivenKeys::Find(const AlgorithmDescriptor& algorithm, Bytes key,
                                                    std::shared_ptr<const SecretBytes> keeper) {
   if (last_algorithm_ != &algorithm || !kernels::SameSecretBytes(last_key_, key)) {
     last_algorithm_ = &algorithm;
-    last_key_ = key;
-    last_keeper_ = std::move(keeper);
+    if (own_copies_) {
+      if (!owned_.empty()) explicit_bzero(owned_.data(), owned_.size());
+      owned_.assign(key.begin(), key.end());
+      last_key_ = Bytes(owned_.data(), owned_.size());
+    } else {
+      last_key_ = key;
+      last_keeper_ = std::move(keeper);
+    }
     prepared_.reset();
     failed_ = false;
     return nullptr;

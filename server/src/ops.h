@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -69,6 +70,15 @@ absl::Status RunJobAndWait(engine::Engine& engine, engine::Job& job);
 // it keeps point into keys that the OpStates prepared so far keep alive.
 class GivenKeys {
  public:
+  // own_copies: keep a copy of the last key given instead of a view of it, for callers whose
+  // request memory is reused or rewritten before the next Find (the lanes: a slot's request
+  // message serves its next request, and a GivenKeys lives as long as the lane). The copy is
+  // wiped when it is replaced and when the GivenKeys goes.
+  explicit GivenKeys(bool own_copies = false) : own_copies_(own_copies) {}
+  ~GivenKeys();
+  GivenKeys(const GivenKeys&) = delete;
+  GivenKeys& operator=(const GivenKeys&) = delete;
+
   // The prepared form of `key` when it repeats the previous given key, else null (then the key is
   // used as given; also when preparing it failed: each operation reports its own error). keeper:
   // the buffer key points into when it is not the request's (a decoded PKCS#8 key), kept alive
@@ -82,6 +92,8 @@ class GivenKeys {
   std::shared_ptr<const SecretBytes> last_keeper_;
   std::shared_ptr<const SecretBytes> prepared_;
   bool failed_ = false;
+  const bool own_copies_;
+  std::vector<uint8_t> owned_;  // own_copies_: the last key given
 };
 
 // Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
