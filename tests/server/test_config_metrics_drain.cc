@@ -418,7 +418,10 @@ TEST(OpsTest, DrainOnSigtermAnswersInFlightAndExitsZero) {
   first.set_algorithm(SHA3_512);
   first.set_data("part one;");
   ASSERT_TRUE(writer->Write(first));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The HashStream is in flight in the daemon before the drain starts.
+  ASSERT_TRUE(Eventually([&] {
+    return MetricValue(HttpGet(d.metrics_port(), "/metrics"), "pqcd_inflight_requests") == 1;
+  }));
 
   d.Signal(SIGTERM);
   auto channel = d.Channel();

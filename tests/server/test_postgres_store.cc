@@ -428,7 +428,10 @@ TEST_F(PostgresStore, DatabaseRestartUnderLoad) {
       }
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The load is running (some signatures done) before the database goes.
+  // (EXPECT: the load thread must be stopped and joined below whatever happens.)
+  EXPECT_GE(WaitFor([&] { return ok.load() >= 10; }, std::chrono::seconds(30)).count(), 0)
+      << "no signature succeeded before the restart";
   pg_->Stop();
   const int before = ok.load();
   // Cached keys go on; changes fail cleanly with UNAVAILABLE; the metrics say the store is down.
