@@ -86,6 +86,7 @@ pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
           if (o.external_mu) rq.flags |= PQCD_LANE_EXTERNAL_MU;
           rq.pre_hash = static_cast<uint32_t>(o.pre_hash);
         } else {
+          static_assert(std::is_same_v<T, HashOp>, "an operation the lane format does not have");
           rq.op = PQCD_LANE_HASH;
           rq.input = view(o.data);
           rq.input_len = o.data.size();
@@ -127,8 +128,10 @@ absl::StatusOr<Result> Decode(const Pending& p, const pqcd_lane_result& r) {
       return SignResult{out(0), r.key_version};
     case 4:
       return VerifyResult{r.valid != 0};
-    default:
+    case 5:
       return HashResult{out(0)};
+    default:
+      return absl::InternalError("pqcd lane: an answer to an operation the client cannot read");
   }
 }
 
