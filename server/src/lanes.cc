@@ -867,7 +867,9 @@ void LaneServer::Publish(Op* op, const absl::Status& status) {
   bool wake_caller = false;
   {
     std::lock_guard<std::mutex> lock(l->mu);
-    l->busy[index].store(0, std::memory_order_relaxed);
+    // Release: whoever takes the slot next (the worker, after the caller pushed it again) sees
+    // everything this thread did with the slot's Op, without relying on the caller's memory.
+    l->busy[index].store(0, std::memory_order_release);
     l->waiting.push_back(index);
     FlushPendingLocked(l);
     lane::Word(l->control->completion_tail).store(l->cq_tail, std::memory_order_release);
@@ -926,7 +928,7 @@ void LaneServer::TakeFrom(Lane* l, std::vector<engine::Job*>* jobs, bool refuse_
         std::atomic_ref<uint32_t>(l->submissions[l->sq_head & (l->slot_count - 1)])
             .load(std::memory_order_relaxed);
     ++l->sq_head;
-    if (index >= l->slot_count || l->busy[index].load(std::memory_order_relaxed) != 0) {
+    if (index >= l->slot_count || l->busy[index].load(std::memory_order_acquire) != 0) {
       Break(l, index >= l->slot_count ? "slot index out of range" : "a slot submitted twice");
       break;
     }
