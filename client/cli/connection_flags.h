@@ -16,6 +16,7 @@ struct ConnectionFlags {
   std::string targets = "127.0.0.1:50051";  // host:port or unix:PATH, comma-separated
   bool tls = false;
   std::string ca, cert, key, server_name;
+  bool lane = false;  // --lane (pqc): crypto calls over the daemon's shared-memory lane
 };
 
 // Adds the options to `app`. `target_names`: the target option's names ("--target,-t");
@@ -47,6 +48,7 @@ inline void ApplyConnectionFlags(const ConnectionFlags& f, pqcd::client::ClientO
   o.tls.cert_file = f.cert;
   o.tls.key_file = f.key;
   o.tls.server_name = f.server_name;
+  if (f.lane) o.lane.enabled = true;
 }
 
 }  // namespace pqcd::cli

@@ -303,6 +303,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   pqcd::cli::AddConnectionFlags(app, g.connection, "--target,-t", "PQC_TARGET");
+  app.add_flag("--lane", g.connection.lane,
+               "with a unix: target: send KeyGen, Encaps, Decaps, Sign, Verify and Hash through "
+               "the daemon's shared-memory lane (docs/lanes.md); gRPC when it offers none")
+      ->envname("PQC_LANE");
   app.add_option("--timeout", g.timeout_s, "deadline of each call, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,21 @@ absl::StatusOr<BatchResults> BatchAnswer(pqc::v1::BatchResponse& resp, size_t n)
   BatchResults out;
   out.reserve(n);
   for (auto& r : *resp.mutable_results()) out.push_back(FromProto(std::move(r)));
+  return out;
+}
+
+// One operation through the client's lanes, waited for; nullopt when a lane cannot carry it
+// (then gRPC does). Not from a lane's own callback (its thread would wait for itself).
+std::optional<absl::StatusOr<Result>> RunOnLane(Client::Impl& impl, Operation op,
+                                                const CallOptions& call) {
+  absl::StatusOr<Result> out;
+  absl::Notification finished;
+  Callback<Result> done = [&](absl::StatusOr<Result> r) {
+    out = std::move(r);
+    finished.Notify();
+  };
+  if (!impl.lane->Submit(op, done, impl.Deadline(call) - absl::Now())) return std::nullopt;
+  finished.WaitForNotification();
   return out;
 }
 
@@ -135,6 +151,11 @@ StreamStats Client::batching_stats() const {
 // ---- Crypto, sync ---------------------------------------------------------------------------
 #define PQCD_SYNC_UNARY(Method, Op, ReqT, RespT, RetT)                             \
   absl::StatusOr<RetT> Client::Method(const Op& op, const CallOptions& call) {     \
+    if (impl_->lane) {                                                             \
+      if (auto r = RunOnLane(*impl_, Operation(op), call)) {                       \
+        return Narrow<RetT>(*std::move(r));                                        \
+      }                                                                            \
+    }                                                                              \
     if (impl_->batcher) {                                                          \
       pqc::v1::Operation p = OperationProto(op);                                   \
       if (impl_->MayWaitForBatched(p)) {                                           \
@@ -204,17 +225,7 @@ BatchResults Client::RunPipelined(const std::vector<Operation>& ops, const Pipel
 
 absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call) {
   if (impl_->lane) {
-    Operation copy = op;
-    absl::StatusOr<Result> out;
-    absl::Notification finished;
-    Callback<Result> done = [&](absl::StatusOr<Result> r) {
-      out = std::move(r);
-      finished.Notify();
-    };
-    if (impl_->lane->Submit(copy, done, impl_->Deadline(call) - absl::Now())) {
-      finished.WaitForNotification();
-      return out;
-    }
+    if (auto r = RunOnLane(*impl_, op, call)) return *std::move(r);
   }
   if (impl_->batcher) {
     pqc::v1::Operation p = OperationProto(op);

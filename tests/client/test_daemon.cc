@@ -561,6 +561,15 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
   EXPECT_EQ(nlohmann::json::parse(Slurp(dir / "del"))["deleted_versions"], 2);
   EXPECT_EQ(run("keys get cli-key 2> /dev/null"), 3);
   EXPECT_EQ(run("health > /dev/null"), 0);
+  // --lane: the crypto commands over the daemon's shared-memory lane, the same answers.
+  const auto lane_ok = [&] {
+    return pqcd::testing::MetricValue(pqcd::testing::HttpGet(daemon_->metrics_port(), "/metrics"),
+                                      "pqcd_lane_requests_total{code=\"OK\"}");
+  };
+  const double lane_before = lane_ok();
+  ASSERT_EQ(Shell(upqc + " --lane --json hash -a SHA3-256 --text abc > " + (dir / "h4")), 0);
+  EXPECT_EQ(Slurp(dir / "h4"), Slurp(dir / "h2"));
+  EXPECT_GT(lane_ok(), lane_before);
   // Usage errors: 2. Transport errors: 3.
   EXPECT_EQ(run("keygen 2> /dev/null"), 2);
   EXPECT_EQ(run("keygen -a NOPE 2> /dev/null"), 2);

@@ -78,8 +78,9 @@ struct ClientOptions {
   int max_message_bytes = 64 << 20;
   BatchingOptions batching;
   // The daemon's shared-memory lanes (pqcd --unix PATH serves them on PATH.lane): with one
-  // "unix:PATH" target and a daemon that offers them, Run, RunAsync and the *Async calls go
-  // through lanes instead of gRPC (the same results and statuses; operations a lane cannot carry,
+  // "unix:PATH" target and a daemon that offers them, the crypto calls (KeyGen ... Hash, their
+  // *Async forms, Run and RunAsync; not Batch, Stream, HashStream or Keys) go through lanes
+  // instead of gRPC (the same results and statuses; operations a lane cannot carry,
   // KeyGen with labels or inputs over the daemon's --lane-max-input, still go by gRPC). The
   // client falls back to gRPC when the daemon offers no lane; lane_status() says which.
   struct LaneOptions {
