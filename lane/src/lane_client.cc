@@ -70,10 +70,12 @@ struct pqcd_lane {
   uint8_t* slot(uint32_t i) {
     return static_cast<uint8_t*>(base) + slots_offset + size_t{i} * slot_bytes;
   }
-  // The daemon closed the lane: it said so in the region, or its end of the socket is gone.
+  // The daemon closed the lane: it said so in the region (broken), or its end of the socket is
+  // gone. A draining daemon has not: it still answers what is in flight, and refuses new requests
+  // with UNAVAILABLE itself.
   bool Closed() {
     if (closed) return true;
-    if (Word(control().state).load(std::memory_order_acquire) != pqcd::lane::kOpen) {
+    if (Word(control().state).load(std::memory_order_acquire) == pqcd::lane::kBroken) {
       closed = true;
     } else {
       pollfd p{sock, POLLIN | POLLRDHUP, 0};
