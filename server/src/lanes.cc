@@ -417,9 +417,16 @@ absl::StatusOr<std::unique_ptr<LaneServer>> LaneServer::Start(LaneOptions option
     }
     ::unlink(path.c_str());
   }
-  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return absl::InternalError(absl::StrCat("lane socket ", path, ": bind: ", strerror(errno)));
+  // Created with no more access than asked for (as the gRPC socket), then given the exact mode.
+  const mode_t old_umask = ::umask(static_cast<mode_t>(~s->options_.mode & 0777));
+  const int bound = ::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const int bind_errno = errno;
+  ::umask(old_umask);
+  if (bound != 0) {
+    return absl::InternalError(
+        absl::StrCat("lane socket ", path, ": bind: ", strerror(bind_errno)));
   }
+  if (::lstat(path.c_str(), &st) == 0) s->path_inode_ = st.st_ino;
   if (::chmod(path.c_str(), s->options_.mode) != 0 || ::listen(s->listen_fd_, 128) != 0) {
     return absl::InternalError(absl::StrCat("lane socket ", path, ": ", strerror(errno)));
   }
@@ -457,7 +464,11 @@ void LaneServer::Stop() {
   if (stopping_.exchange(true)) return;
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t w = ::write(stop_fd_, &one, sizeof(one));
-  ::unlink(options_.socket_path.c_str());
+  // Only our own socket file: another process may have put its own at the path since.
+  struct stat st {};
+  if (::lstat(options_.socket_path.c_str(), &st) == 0 && st.st_ino == path_inode_) {
+    ::unlink(options_.socket_path.c_str());
+  }
   for (int i = 0; i < static_cast<int>(workers_.size()); ++i) waker_->Wake(i);
 }
 

@@ -128,6 +128,7 @@ class LaneServer {
   engine::WorkerIo* const waker_;
   const uint32_t slot_bytes_;
   int listen_fd_ = -1;
+  ino_t path_inode_ = 0;  // of the socket file we made (Stop removes only that one)
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
