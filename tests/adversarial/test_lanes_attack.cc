@@ -4,10 +4,12 @@
 // in flight. The daemon must stay up, keep serving the bystander, free what the callers held and
 // stay within its memory.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -158,9 +160,19 @@ TEST(LaneAttack, HostileCallersLeaveTheDaemonServingABystander) {
   // 4. A caller that dies with slow requests in flight (another process).
   int out[2];
   ASSERT_EQ(::pipe(out), 0);
-  const pid_t helper = SpawnAs(::getuid(), {PQCD_LANE_HELPER, sock}, -1, out[1]);
+  // posix_spawn (no fork of this gRPC process), as this uid: any user can run this part.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::string helper_path = PQCD_LANE_HELPER;
+  char* helper_argv[] = {helper_path.data(), const_cast<char*>(sock.c_str()), nullptr};
+  pid_t helper = -1;
+  const int spawned =
+      ::posix_spawn(&helper, helper_path.c_str(), &actions, nullptr, helper_argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
   ::close(out[1]);
-  ASSERT_GT(helper, 0);
+  ASSERT_EQ(spawned, 0) << std::strerror(spawned);
   char buf[64] = {};
   const ssize_t got = ::read(out[0], buf, sizeof(buf) - 1);
   ::close(out[0]);
