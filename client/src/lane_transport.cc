@@ -1,24 +1,43 @@
 #include "lane_transport.h"
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "pqcd/lane/protocol.h"
 #include "pqcd_lane.h"
 
 namespace pqcd::client::internal {
 namespace {
 
 // One operation in the lane format, owning what the request points at until it is submitted.
+// Its private key or seed is wiped when it goes (the slot's copy is the library's to wipe).
 struct Pending {
   Operation op;
   Callback<Result> done;
   uint32_t timeout_ms = 0;
-  uint32_t kind = 0;  // PQCD_LANE_*
+
+  Pending() = default;
+  Pending(Pending&&) = default;
+  Pending& operator=(Pending&&) = default;
+  ~Pending() {
+    std::visit(
+        [](auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          auto wipe = [](std::string& s) {
+            if (!s.empty()) explicit_bzero(s.data(), s.size());
+          };
+          if constexpr (std::is_same_v<T, KeyGenOp>) {
+            wipe(o.seed);
+          } else if constexpr (std::is_same_v<T, DecapsOp> || std::is_same_v<T, SignOp>) {
+            wipe(o.key.bytes);
+          }
+        },
+        op);
+  }
 };
 
 std::string Copy(const uint8_t* p, size_t n) {
@@ -29,8 +48,8 @@ uint32_t Alg(Algorithm a) {
   return static_cast<uint32_t>(a);
 }
 
-// The request for `p.op` (views of its strings) and the slot bytes it takes.
-pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
+// The request for `p.op` (views of its strings).
+pqcd_lane_request Encode(const Pending& p) {
   pqcd_lane_request rq{};
   rq.timeout_ms = p.timeout_ms;
   auto view = [](const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); };
@@ -44,7 +63,6 @@ pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
       rq.key_len = k.bytes.size();
     }
   };
-  size_t key_id_len = 0;
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -55,7 +73,6 @@ pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
           rq.key_len = o.seed.size();
           if (o.hold) rq.flags |= PQCD_LANE_HOLD;
           if (!o.key_id.empty()) rq.key_id = o.key_id.c_str();
-          key_id_len = o.key_id.size();
         } else if constexpr (std::is_same_v<T, EncapsOp>) {
           rq.op = PQCD_LANE_ENCAPS;
           key(o.key);
@@ -92,14 +109,8 @@ pqcd_lane_request Encode(const Pending& p, size_t* bytes) {
           rq.input_len = o.data.size();
           rq.output_length = o.output_length;
         }
-        if constexpr (std::is_same_v<T, EncapsOp> || std::is_same_v<T, DecapsOp> ||
-                      std::is_same_v<T, SignOp> || std::is_same_v<T, VerifyOp>) {
-          if (o.key.held()) key_id_len = o.key.ref->key_id.size();
-        }
       },
       p.op);
-  *bytes = sizeof(lane::RequestHeader) + key_id_len + rq.context_len + rq.key_len + rq.input_len +
-           rq.signature_len;
   return rq;
 }
 
@@ -140,8 +151,6 @@ absl::StatusOr<Result> Decode(const Pending& p, const pqcd_lane_result& r) {
 struct LaneTransport::Impl {
   struct OneLane {
     pqcd_lane* lane = nullptr;
-    size_t slot_bytes = 0;
-    uint32_t max_input = 0;
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Pending> queue;  // from other threads
@@ -158,8 +167,7 @@ struct LaneTransport::Impl {
   // On the lane's thread: submits p now; false when every slot is taken.
   static bool SubmitNow(OneLane& l, std::unique_ptr<Pending>& p) {
     if (l.free_tags.empty()) return false;
-    size_t bytes = 0;
-    pqcd_lane_request rq = Encode(*p, &bytes);
+    pqcd_lane_request rq = Encode(*p);
     const uint64_t tag = l.free_tags.back();
     rq.tag = tag;
     const int rc = pqcd_lane_submit(l.lane, &rq);
@@ -259,8 +267,6 @@ absl::StatusOr<std::unique_ptr<LaneTransport>> LaneTransport::Open(const std::st
       for (auto& open : impl->lanes) pqcd_lane_close(open->lane);
       return absl::UnavailableError(err);
     }
-    l->max_input = pqcd_lane_max_input(l->lane);
-    l->slot_bytes = lane::SlotBytes(l->max_input);
     const uint32_t n = pqcd_lane_slots(l->lane);
     l->slots.resize(n);
     for (uint32_t t = n; t > 0; --t) l->free_tags.push_back(t - 1);
@@ -293,9 +299,8 @@ bool LaneTransport::Submit(Operation& op, Callback<Result>& done, absl::Duration
       mine != nullptr ? *mine : *impl_->lanes[impl_->next.fetch_add(1) % impl_->lanes.size()];
   Pending p;
   p.op = std::move(op);
-  size_t bytes = 0;
-  const pqcd_lane_request rq = Encode(p, &bytes);
-  if (bytes > l.slot_bytes || rq.input_len > l.max_input) {
+  const pqcd_lane_request rq = Encode(p);
+  if (!pqcd_lane_fits(l.lane, &rq)) {
     op = std::move(p.op);
     return false;
   }

@@ -32,10 +32,6 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t d = 1) {
   c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
-inline int LatencyBucket(uint64_t ns) {
-  const int b = static_cast<int>(std::bit_width(ns >> 8));
-  return b < kLatencyBuckets ? b : kLatencyBuckets - 1;
-}
 inline int BatchBucket(size_t n) {
   const int b = n <= 1 ? 0 : static_cast<int>(std::bit_width(n - 1));
   return b < kBatchBuckets ? b : kBatchBuckets - 1;

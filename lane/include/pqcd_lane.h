@@ -118,6 +118,10 @@ PQCD_LANE_API uint32_t pqcd_lane_max_input(const pqcd_lane* lane);
 /* Requests submitted whose results have not been taken by pqcd_lane_wait. */
 PQCD_LANE_API uint32_t pqcd_lane_in_flight(const pqcd_lane* lane);
 
+/* 1 when the request fits the lane's slots (what pqcd_lane_submit refuses as PQCD_LANE_EINVAL:
+ * a null pointer with a length, an input over pqcd_lane_max_input, more than a slot in all),
+ * else 0. Reads only the lane's geometry: any thread may call it. */
+PQCD_LANE_API int pqcd_lane_fits(const pqcd_lane* lane, const pqcd_lane_request* request);
 /* Copies the request into a free slot and hands it to the daemon. */
 PQCD_LANE_API int pqcd_lane_submit(pqcd_lane* lane, const pqcd_lane_request* request);
 /* Takes the next result: spins briefly, then sleeps; timeout_us < 0: no limit. The result's

@@ -70,22 +70,60 @@ struct pqcd_lane {
   uint8_t* slot(uint32_t i) {
     return static_cast<uint8_t*>(base) + slots_offset + size_t{i} * slot_bytes;
   }
-  // The daemon closed the lane: it said so in the region (broken), or its end of the socket is
-  // gone. A draining daemon has not: it still answers what is in flight, and refuses new requests
-  // with UNAVAILABLE itself.
-  bool Closed() {
-    if (closed) return true;
-    if (Word(control().state).load(std::memory_order_acquire) == pqcd::lane::kBroken) {
+  // The daemon said in the region that it closed the lane (broken). A draining daemon has not:
+  // it still answers what is in flight, and refuses new requests with UNAVAILABLE itself. A load,
+  // cheap enough for every spin.
+  bool Broken() {
+    if (!closed && Word(control().state).load(std::memory_order_acquire) == pqcd::lane::kBroken) {
       closed = true;
-    } else {
-      pollfd p{sock, POLLIN | POLLRDHUP, 0};
-      if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLIN)) != 0) {
-        closed = true;
-      }
+    }
+    return closed;
+  }
+  // Broken, or the daemon's end of the socket is gone (it exited): a system call, so only before
+  // sleeping and when a wait times out.
+  bool Closed() {
+    if (Broken()) return true;
+    pollfd p{sock, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLIN)) != 0) {
+      closed = true;
     }
     return closed;
   }
 };
+
+namespace {
+
+// The header of `rq` and whether it fits `lane` (what pqcd_lane_submit refuses as EINVAL).
+bool Fits(const pqcd_lane& lane, const pqcd_lane_request& rq, RequestHeader* h) {
+  const size_t owner_len = rq.owner != nullptr ? std::strlen(rq.owner) : 0;
+  const size_t key_id_len = rq.key_id != nullptr ? std::strlen(rq.key_id) : 0;
+  if (owner_len > pqcd::lane::kMaxOwnerBytes || key_id_len > pqcd::lane::kMaxKeyIdBytes ||
+      (rq.context_len > 0 && rq.context == nullptr) || (rq.key_len > 0 && rq.key == nullptr) ||
+      (rq.input_len > 0 && rq.input == nullptr) ||
+      (rq.signature_len > 0 && rq.signature == nullptr) || rq.input_len > lane.max_input ||
+      rq.context_len > lane.slot_bytes || rq.key_len > lane.slot_bytes ||
+      rq.signature_len > lane.slot_bytes) {
+    return false;
+  }
+  *h = RequestHeader{};
+  h->tag = rq.tag;
+  h->op = rq.op;
+  h->algorithm = rq.algorithm;
+  h->flags = rq.flags;
+  h->pre_hash = rq.pre_hash;
+  h->key_version = rq.key_version;
+  h->output_length = rq.output_length;
+  h->timeout_ms = rq.timeout_ms;
+  h->owner_len = static_cast<uint16_t>(owner_len);
+  h->key_id_len = static_cast<uint16_t>(key_id_len);
+  h->context_len = static_cast<uint32_t>(rq.context_len);
+  h->key_len = static_cast<uint32_t>(rq.key_len);
+  h->input_len = static_cast<uint32_t>(rq.input_len);
+  h->signature_len = static_cast<uint32_t>(rq.signature_len);
+  return pqcd::lane::RequestBytes(*h) <= lane.slot_bytes;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -236,47 +274,28 @@ uint32_t pqcd_lane_in_flight(const pqcd_lane* lane) {
   return lane == nullptr ? 0 : lane->in_flight;
 }
 
+int pqcd_lane_fits(const pqcd_lane* lane, const pqcd_lane_request* request) {
+  RequestHeader h;
+  return lane != nullptr && request != nullptr && Fits(*lane, *request, &h) ? 1 : 0;
+}
+
 int pqcd_lane_submit(pqcd_lane* lane, const pqcd_lane_request* rq) {
   if (lane == nullptr || rq == nullptr) return PQCD_LANE_EINVAL;
-  if (lane->Closed()) return PQCD_LANE_ECLOSED;
+  if (lane->Broken()) return PQCD_LANE_ECLOSED;
   if (lane->free_slots.empty()) return PQCD_LANE_EFULL;
-  const size_t owner_len = rq->owner != nullptr ? std::strlen(rq->owner) : 0;
-  const size_t key_id_len = rq->key_id != nullptr ? std::strlen(rq->key_id) : 0;
-  if (owner_len > pqcd::lane::kMaxOwnerBytes || key_id_len > pqcd::lane::kMaxKeyIdBytes ||
-      (rq->context_len > 0 && rq->context == nullptr) || (rq->key_len > 0 && rq->key == nullptr) ||
-      (rq->input_len > 0 && rq->input == nullptr) ||
-      (rq->signature_len > 0 && rq->signature == nullptr) || rq->input_len > lane->max_input) {
-    return PQCD_LANE_EINVAL;
-  }
-  const size_t total = sizeof(RequestHeader) + owner_len + key_id_len + rq->context_len +
-                       rq->key_len + rq->input_len + rq->signature_len;
-  if (total > lane->slot_bytes || rq->context_len > UINT32_MAX) return PQCD_LANE_EINVAL;
+  RequestHeader h;
+  if (!Fits(*lane, *rq, &h)) return PQCD_LANE_EINVAL;
   const uint32_t index = lane->free_slots.back();
   lane->free_slots.pop_back();
   uint8_t* s = lane->slot(index);
-  RequestHeader h{};
-  h.tag = rq->tag;
-  h.op = rq->op;
-  h.algorithm = rq->algorithm;
-  h.flags = rq->flags;
-  h.pre_hash = rq->pre_hash;
-  h.key_version = rq->key_version;
-  h.output_length = rq->output_length;
-  h.timeout_ms = rq->timeout_ms;
-  h.owner_len = static_cast<uint16_t>(owner_len);
-  h.key_id_len = static_cast<uint16_t>(key_id_len);
-  h.context_len = static_cast<uint32_t>(rq->context_len);
-  h.key_len = static_cast<uint32_t>(rq->key_len);
-  h.input_len = static_cast<uint32_t>(rq->input_len);
-  h.signature_len = static_cast<uint32_t>(rq->signature_len);
   std::memcpy(s, &h, sizeof(h));
   size_t at = sizeof(h);
   auto put = [&](const void* p, size_t n) {
     if (n > 0) std::memcpy(s + at, p, n);
     at += n;
   };
-  put(rq->owner, owner_len);
-  put(rq->key_id, key_id_len);
+  put(rq->owner, h.owner_len);
+  put(rq->key_id, h.key_id_len);
   put(rq->context, rq->context_len);
   put(rq->key, rq->key_len);
   put(rq->input, rq->input_len);
@@ -308,13 +327,14 @@ int pqcd_lane_wait(pqcd_lane* lane, int64_t timeout_us, pqcd_lane_result* result
   for (unsigned spins = 0;; ++spins) {
     const uint32_t t = Word(c.completion_tail).load(std::memory_order_acquire);
     if (t != lane->cq_head) break;
-    if (lane->in_flight == 0 || lane->Closed()) return PQCD_LANE_ECLOSED;
+    if (lane->in_flight == 0 || lane->Broken()) return PQCD_LANE_ECLOSED;
     const auto now = Clock::now();
-    if (now >= deadline) return PQCD_LANE_ETIMEDOUT;
+    if (now >= deadline) return lane->Closed() ? PQCD_LANE_ECLOSED : PQCD_LANE_ETIMEDOUT;
     if (now < spin_until) {
       CpuRelax();
       continue;
     }
+    if (lane->Closed()) return PQCD_LANE_ECLOSED;
     // Sleep on completion_tail; the daemon wakes us after a push while caller_waiting is set.
     // Slices of at most 50 ms, so that a daemon that went away is noticed.
     Word(c.caller_waiting).store(1, std::memory_order_seq_cst);

@@ -21,6 +21,7 @@
 #include "bounds.h"
 #include "core_queues.h"
 #include "ops.h"
+#include "pqcd/engine/node_queue.h"
 #include "pqcd/lane/protocol.h"
 #include "wipe.h"
 
@@ -41,10 +42,8 @@ absl::Status DecodeLaneRequest(const uint8_t* slot, size_t slot_bytes, uint32_t 
   lane::RequestHeader h;
   std::memcpy(&h, slot, sizeof(h));  // read once; everything below uses the copy
   meta->tag = h.tag;
-  meta->op = h.op;
   meta->timeout_ms = h.timeout_ms;
-  const uint64_t total = uint64_t{sizeof(h)} + h.owner_len + h.key_id_len + h.context_len +
-                         h.key_len + h.input_len + h.signature_len;
+  const uint64_t total = lane::RequestBytes(h);
   if (total > slot_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("lane: the request's fields take ", total,
                                                    " bytes, more than a slot (", slot_bytes, ")"));
@@ -236,14 +235,6 @@ size_t EncodeLaneResponse(const LaneRequestMeta& meta, const absl::Status& statu
 // ------------------------------------------------------------------------------------------
 
 namespace {
-
-void CpuRelax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 void Zero(const std::string& s) {
   if (!s.empty()) explicit_bzero(const_cast<char*>(s.data()), s.size());
@@ -455,6 +446,7 @@ LaneServer::~LaneServer() {
     w->lanes.clear();
   }
   for (auto& [fd, p] : pending_) ::close(fd);
+  for (auto& [fd, r] : refused_) ::close(fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (stop_fd_ >= 0) ::close(stop_fd_);
@@ -486,10 +478,10 @@ LaneServer::Stats LaneServer::stats() const {
     s.broken = broken_;
   }
   for (int i = 0; i < Stats::kCodes; ++i) s.requests[i] = codes_[i].load(std::memory_order_relaxed);
-  for (int i = 0; i < Stats::kBuckets; ++i) {
-    s.duration_buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+  for (int i = 0; i < engine::kLatencyBuckets; ++i) {
+    s.duration_hist[static_cast<size_t>(i)] = buckets_[i].load(std::memory_order_relaxed);
   }
-  s.duration_sum_s = static_cast<double>(duration_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.duration_ns_sum = duration_ns_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -577,19 +569,23 @@ void LaneServer::Accept() {
       ::close(fd);
       continue;
     }
-    const std::string identity = UnixCaller(cred.uid, ctx_->identity_policy).identity;
+    Caller caller = UnixCaller(cred.uid, ctx_->identity_policy);
+    std::string why;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const size_t in_use = open_ + pending_.size();
-      if (in_use >= options_.max_lanes) {
+      if (open_ + pending_.size() >= options_.max_lanes) {
         ++refused_limit_;
-      } else if (per_identity_[identity] >= options_.max_lanes_per_identity) {
+        why = absl::StrCat("pqcd serves at most ", options_.max_lanes,
+                           " lanes at once (--max-lanes); use gRPC or retry later");
+      } else if (per_identity_[caller.identity] >= options_.max_lanes_per_identity) {
         ++refused_identity_;
+        why = absl::StrCat(caller.identity, " has ", options_.max_lanes_per_identity,
+                           " lanes open already (--max-lanes-per-identity)");
       } else {
-        ++per_identity_[identity];
+        ++per_identity_[caller.identity];
         PendingConn& p = pending_[fd];
         p = PendingConn{
-            cred.uid, identity, Clock::now(), {LaneServer::EventKind::kPending, nullptr, fd}};
+            std::move(caller), Clock::now(), {LaneServer::EventKind::kPending, nullptr, fd}};
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
         ev.data.ptr = &p.ref;
@@ -597,11 +593,6 @@ void LaneServer::Accept() {
         continue;
       }
     }
-    const bool total = open_ + pending_.size() >= options_.max_lanes;
-    std::string why = total ? absl::StrCat("pqcd serves at most ", options_.max_lanes,
-                                           " lanes at once (--max-lanes); use gRPC or retry later")
-                            : absl::StrCat(identity, " has ", options_.max_lanes_per_identity,
-                                           " lanes open already (--max-lanes-per-identity)");
     // The refusal is sent once the caller's request has arrived: closing a Unix socket with
     // unread data resets it, and the caller would not see why. A few such connections wait at
     // most the handshake timeout; beyond that they are closed at once.
@@ -641,7 +632,8 @@ void LaneServer::ClosePending(int fd, bool timed_out, bool protocol) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(fd);
     if (it == pending_.end()) return;
-    if (--per_identity_[it->second.identity] == 0) per_identity_.erase(it->second.identity);
+    const std::string& identity = it->second.caller.identity;
+    if (--per_identity_[identity] == 0) per_identity_.erase(identity);
     pending_.erase(it);
     if (protocol) ++refused_protocol_;
   }
@@ -692,7 +684,7 @@ void LaneServer::OpenPending(int fd) {
   const size_t charged = 2 * region;
   MemoryCharge charge;
   if (ctx_->memory != nullptr) {
-    if (absl::Status s = ctx_->memory->Charge(conn.identity, charged); !s.ok()) {
+    if (absl::Status s = ctx_->memory->Charge(conn.caller.identity, charged); !s.ok()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++refused_memory_;
@@ -702,7 +694,7 @@ void LaneServer::OpenPending(int fd) {
       ClosePending(fd, false, /*protocol=*/false);
       return;
     }
-    charge = MemoryCharge(ctx_->memory, conn.identity, charged);
+    charge = MemoryCharge(ctx_->memory, conn.caller.identity, charged);
   }
   const int memfd = ::memfd_create("pqcd-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   void* base = MAP_FAILED;
@@ -720,7 +712,7 @@ void LaneServer::OpenPending(int fd) {
     return;
   }
   auto l = std::make_unique<Lane>();
-  l->caller = UnixCaller(conn.uid, ctx_->identity_policy);
+  l->caller = std::move(conn.caller);
   l->sock = fd;
   l->doorbell = bell;
   l->base = base;
@@ -871,9 +863,8 @@ void LaneServer::Publish(Op* op, const absl::Status& status) {
   const auto ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->arrived).count();
   duration_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
-  size_t b = 0;
-  while (b < Stats::kBuckets - 1 && static_cast<double>(ns) * 1e-9 > Stats::kBounds[b]) ++b;
-  buckets_[b].fetch_add(1, std::memory_order_relaxed);
+  buckets_[engine::LatencyBucket(static_cast<uint64_t>(ns))].fetch_add(1,
+                                                                       std::memory_order_relaxed);
   const uint32_t index = op->slot;
   bool wake_caller = false;
   {
@@ -1025,6 +1016,10 @@ bool LaneServer::Intake(int worker) {
   return any;
 }
 
+bool LaneServer::HasLanes(int worker) const {
+  return workers_[static_cast<size_t>(worker)]->count.load(std::memory_order_acquire) > 0;
+}
+
 bool LaneServer::RecentlyActive(int worker) const {
   const WorkerLanes& w = *workers_[static_cast<size_t>(worker)];
   return w.count.load(std::memory_order_relaxed) > 0 &&
@@ -1064,10 +1059,15 @@ void LaneServer::Final(int worker) {
 // -----------------------------------------------------------------------------
 
 bool ServingIo::Poll(int worker, std::chrono::steady_clock::time_point until) {
-  if (lanes_ == nullptr) return core_->Poll(worker, until);
   const auto min = std::chrono::steady_clock::time_point::min();
+  // No lane on this worker: its queue only (a lane added later wakes it, LaneServer::OpenPending).
+  if (lanes_ == nullptr || !lanes_->HasLanes(worker)) {
+    if (core_->Poll(worker, until)) return true;
+    if (lanes_ != nullptr) lanes_->Final(worker);
+    return false;
+  }
   bool work = lanes_->Intake(worker);
-  if (work || until <= std::chrono::steady_clock::now()) {
+  if (work || until == min || until <= std::chrono::steady_clock::now()) {
     if (!core_->Poll(worker, min)) {
       lanes_->Final(worker);
       return false;
@@ -1082,7 +1082,7 @@ bool ServingIo::Poll(int worker, std::chrono::steady_clock::time_point until) {
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
     while (std::chrono::steady_clock::now() < spin_until) {
       if (lanes_->Intake(worker)) return true;
-      CpuRelax();
+      engine::CpuRelax();
     }
   }
   if (lanes_->SetIdle(worker, true)) until = min;

@@ -41,7 +41,6 @@ class CoreQueues;
 // What the daemon reads from one request slot, besides the operation itself.
 struct LaneRequestMeta {
   uint64_t tag = 0;
-  uint32_t op = 0;  // lane::Op
   uint32_t timeout_ms = 0;
   size_t request_bytes = 0;  // the header and its fields, as the header says
 };
@@ -88,6 +87,8 @@ class LaneServer {
   // The worker is about to block in its I/O (idle) or is back (not idle). Returns true when a
   // lane has work after all (then it must not block).
   bool SetIdle(int worker, bool idle);
+  // The worker has lanes (any thread).
+  bool HasLanes(int worker) const;
   // The worker's lanes gave it a request within the last 2 ms (it spins briefly before blocking).
   bool RecentlyActive(int worker) const;
   // After the worker's I/O has ended: answers what its lanes still submit UNAVAILABLE.
@@ -137,8 +138,7 @@ class LaneServer {
 
   mutable std::mutex mu_;  // the counts below
   struct PendingConn {
-    uint32_t uid = 0;
-    std::string identity;
+    Caller caller;  // from SO_PEERCRED
     std::chrono::steady_clock::time_point since;
     EventRef ref;  // its epoll registration (the map's nodes do not move)
   };
@@ -157,7 +157,7 @@ class LaneServer {
   uint64_t next_id_ = 1;
 
   std::atomic<uint64_t> codes_[Stats::kCodes] = {};
-  std::atomic<uint64_t> buckets_[Stats::kBuckets] = {};
+  std::atomic<uint64_t> buckets_[engine::kLatencyBuckets] = {};
   std::atomic<uint64_t> duration_ns_{0};
 };
 

@@ -328,18 +328,10 @@ class Metrics::EngineCollector : public prometheus::Collectable {
                             "Lane requests from their arrival in the daemon to their answer",
                             MetricType::Histogram,
                             {}};
+      uint64_t answered = 0;
+      for (uint64_t n : l.requests) answered += n;
       ClientMetric h;
-      uint64_t cumulative = 0;
-      for (int i = 0; i < Lanes::kBuckets; ++i) {
-        cumulative += l.duration_buckets[i];
-        ClientMetric::Bucket b;
-        b.cumulative_count = cumulative;
-        b.upper_bound =
-            i == Lanes::kBuckets - 1 ? std::numeric_limits<double>::infinity() : Lanes::kBounds[i];
-        h.histogram.bucket.push_back(b);
-      }
-      h.histogram.sample_count = cumulative;
-      h.histogram.sample_sum = l.duration_sum_s;
+      h.histogram = EngineLatencyHistogram(l.duration_hist, answered, l.duration_ns_sum);
       duration.metric.push_back(h);
       out.push_back(std::move(duration));
     }

@@ -464,13 +464,16 @@ int DaemonMain(int argc, char** argv) {
   ctx.identity_policy.allow_admin_key_use = config.allow_admin_key_use;
   ctx.identity_policy.audit_key_use = config.audit_key_use;
   ctx.identity_policy.unix_user_names = config.unix_user_names;
-  // The Unix socket: pqcd accepts its connections itself to learn each caller's uid.
+  // The Unix socket: pqcd accepts its connections itself to learn each caller's uid. Its mode
+  // and handshake timeout are the lane socket's too (below).
+  const auto unix_mode = static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8));
+  const auto handshake_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.handshake_timeout_s * 1000));
   std::unique_ptr<UnixListener> unix_listener;
   if (!config.unix_socket.empty()) {
-    auto listener = UnixListener::Listen(
-        {config.unix_socket, static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8)),
-         config.max_unix_connections, config.max_unix_connections_per_uid,
-         std::chrono::milliseconds(static_cast<int64_t>(config.handshake_timeout_s * 1000)), log});
+    auto listener =
+        UnixListener::Listen({config.unix_socket, unix_mode, config.max_unix_connections,
+                              config.max_unix_connections_per_uid, handshake_timeout, log});
     if (!listener.ok()) {
       log->critical("{}", std::string(listener.status().message()));
       return 1;
@@ -623,14 +626,13 @@ int DaemonMain(int argc, char** argv) {
   if (config.lanes == "on" && !config.unix_socket.empty()) {
     LaneOptions lo;
     lo.socket_path = config.unix_socket + lane::kSocketSuffix;
-    lo.mode = static_cast<mode_t>(std::strtol(config.unix_mode.c_str(), nullptr, 8));
+    lo.mode = unix_mode;
     lo.max_lanes = config.max_lanes;
     lo.max_lanes_per_identity = config.max_lanes_per_identity;
     lo.max_slots = config.lane_slots;
     lo.default_slots = std::min<uint32_t>(32, config.lane_slots);
     lo.max_input_bytes = config.lane_max_input;
-    lo.handshake_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(config.handshake_timeout_s * 1000));
+    lo.handshake_timeout = handshake_timeout;
     lo.intake_per_poll = config.max_batch;
     lo.log = log;
     auto started = LaneServer::Start(std::move(lo), &ctx, core_queues.size(), &core_queues);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -16,6 +17,12 @@ namespace pqcd::engine {
 inline constexpr int kLatencyBuckets = 24;
 inline constexpr uint64_t LatencyBucketUpperNs(int i) {
   return i >= kLatencyBuckets - 1 ? UINT64_MAX : uint64_t{256} << i;
+}
+// The bucket of a latency of `ns` nanoseconds (also the server's lane latencies, so that they
+// read like the engine's).
+inline int LatencyBucket(uint64_t ns) {
+  const int b = static_cast<int>(std::bit_width(ns >> 8));
+  return b < kLatencyBuckets ? b : kLatencyBuckets - 1;
 }
 // Batch sizes: bucket i counts bursts of size in (2^(i-1), 2^i]: 1, 2, 3-4, 5-8, ..., 129-256.
 inline constexpr int kBatchBuckets = 9;

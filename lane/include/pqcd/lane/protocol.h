@@ -157,6 +157,12 @@ struct RequestHeader {
 };
 static_assert(sizeof(RequestHeader) == 64);
 
+// The bytes a request takes in its slot: the header and its fields.
+inline uint64_t RequestBytes(const RequestHeader& h) {
+  return uint64_t{sizeof(RequestHeader)} + h.owner_len + h.key_id_len + h.context_len + h.key_len +
+         h.input_len + h.signature_len;
+}
+
 enum ResponseFlags : uint32_t {
   kValid = 1u << 0,  // Verify: the signature is valid
 };

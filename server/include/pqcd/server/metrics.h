@@ -1,12 +1,14 @@
 // Prometheus metrics of the daemon. The metric names are a contract: see server/METRICS.md.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "grpcpp/support/status.h"
+#include "pqcd/engine/stats.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -63,11 +65,6 @@ class Metrics {
   // lanes are served. LaneServer::stats() fills it.
   struct Lanes {
     static constexpr int kCodes = 17;  // gRPC status codes
-    static constexpr int kBuckets = 16;
-    // Upper bounds of the latency buckets, seconds (the last bucket: +Inf).
-    static constexpr double kBounds[kBuckets - 1] = {5e-6,   10e-6,  20e-6,  50e-6,  100e-6,
-                                                     200e-6, 500e-6, 1e-3,   2e-3,   5e-3,
-                                                     10e-3,  50e-3,  100e-3, 500e-3, 1.0};
     size_t open = 0;
     size_t pending = 0;  // connected, not opened yet
     uint64_t opened = 0;
@@ -77,8 +74,9 @@ class Metrics {
     uint64_t refused_protocol = 0;        // not a lane request, or none within --handshake-timeout
     uint64_t broken = 0;                  // closed for a ring index that cannot be right
     uint64_t requests[kCodes] = {};       // answered, by status code
-    uint64_t duration_buckets[kBuckets] = {};  // arrival to answer; per bucket (not cumulative)
-    double duration_sum_s = 0;
+    // Arrival to answer, in the engine's latency buckets (engine::LatencyBucket).
+    std::array<uint64_t, engine::kLatencyBuckets> duration_hist{};
+    uint64_t duration_ns_sum = 0;
   };
   void SetLanesSource(std::function<Lanes()> source);
   // The TCP listener's connections (pqcd_tcp_connections*), read at scrape time; only exported
