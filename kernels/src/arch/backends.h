@@ -49,6 +49,12 @@ extern const Backend kAvx512;
 namespace sm3 {
 extern const Backend kAvx512;
 }
+namespace mlkem {
+extern const Backend kAvx512;
+}
+namespace mldsa {
+extern const Backend kAvx512;
+}
 namespace slhdsa {
 extern const Backend kAvx512;
 }
@@ -109,10 +115,11 @@ inline constexpr ArchBackend kArchBackends[] = {
     // AVX2 + BMI1/BMI2 (+ OS-enabled YMM state).
     {Isa::kAvx2, Use(keccak::kAvx2), Use(sm3::kAvx2), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
      Use(slhdsa::kAvx2)},
-    // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates), SM3 (x16) and SLH-DSA's
-    // SHA-256 (x16); ML-KEM and ML-DSA run the AVX2 kernels (no AVX-512 arithmetic kernels).
-    {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx2), Use(mldsa::kAvx2),
-     Use(slhdsa::kAvx512)},
+    // AVX-512 F/BW/VL/DQ: its own Keccak (x8 in ZMM, x4 with VL rotates), SM3 (x16), SLH-DSA's
+    // SHA-256 (x16), and ML-KEM and ML-DSA tables whose hooks are AVX-512 kernels where those
+    // were measured faster, the AVX2 kernels elsewhere (avx512/<family>/backend.cc).
+    {Isa::kAvx512, Use(keccak::kAvx512), Use(sm3::kAvx512), Use(mlkem::kAvx512),
+     Use(mldsa::kAvx512), Use(slhdsa::kAvx512)},
 #endif
 #if defined(__aarch64__)
     // ASIMD (NEON): ML-KEM all 21 hooks; ML-DSA all 45 hooks; SM3 portable.

@@ -1,10 +1,11 @@
-// ML-DSA samplers (FIPS 204 §7.3) on multi-lane Keccak (KeccakMulti<4>, KeccakMulti<5>).
+// ML-DSA samplers (FIPS 204 §7.3) on multi-lane Keccak (KeccakMulti<4>, <5> and <8>).
 #include "mldsa/sample.h"
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
+#include "keccak/backend.h"
 #include "keccak/keccak_multi.h"
 #include "mldsa/backend.h"
 #include "pqcd/kernels/common.h"
@@ -60,9 +61,14 @@ int RejectEtaPortable(int32_t* a, int count, const uint8_t* buf, size_t len) {
 
 // Streams run in groups of W sponges (KeccakMulti<W> dispatches to AVX-512 / AVX2 / portable by
 // itself); unused lanes of the last group get null pointers. Output is identical to one stream per
-// lane. W = 4 fills the vector lanes; W = 5 adds a fifth state that AVX2 permutes on the integer
-// units beside them (~1.33x the cost of a 4-lane call), which beats a mostly empty extra group.
-constexpr size_t kMaxLanes = 5;
+// lane. The widths follow what the Keccak backend permutes side by side:
+//  * 8 lanes (AVX-512): groups of 8; a last group of 5-7 streams stays 8 wide, one of 1-4 is 4
+//    wide. On Zen 4 one x8 permutation (ZMM) costs ~1.5x an x4 (YMM) and ~0.8x the x4 + x1 pair,
+//    so 8 wide wins from 5 streams up (bench/RESULTS.md, "AVX-512 kernels (issue 26)").
+//  * otherwise: W = 4 fills the vector lanes; W = 5 adds a fifth state that AVX2 permutes on the
+//    integer units beside them (~1.33x the cost of a 4-lane call), which beats a mostly empty
+//    extra group.
+constexpr size_t kMaxLanes = 8;
 
 // How many of n streams go to 5-wide groups (the rest in 4-wide ones): n = 4k + 1 -> one (instead
 // of a group of 1), n = 4k + 2 -> two (instead of a group of 2), else none.
@@ -75,6 +81,14 @@ inline size_t FiveWideStreams(size_t n) {
 // Runs group(first, count, width tag) over n streams in the groups chosen above.
 template <class Group>
 inline void ForEachGroup(size_t n, Group&& group) {
+  if (keccak::ActiveBackend().lanes >= 8) {
+    size_t g = 0;
+    for (; g < n && n - g >= 5; g += 8) {
+      group(g, std::min<size_t>(8, n - g), std::integral_constant<size_t, 8>{});
+    }
+    if (g < n) group(g, n - g, std::integral_constant<size_t, 4>{});
+    return;
+  }
   const size_t five = FiveWideStreams(n);
   for (size_t g = 0; g < five; g += 5) group(g, size_t{5}, std::integral_constant<size_t, 5>{});
   for (size_t g = five; g < n; g += 4) {
