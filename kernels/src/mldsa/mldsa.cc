@@ -151,17 +151,36 @@ struct HashJob {
   uint8_t* out = nullptr;
 };
 
-// Runs n <= kChunk jobs: jobs with equal (len, tail_len) share 4-lane sponges (KeccakMulti<4>);
-// a job without a partner, and every job on a Keccak backend without multi-lane permutations (the
-// portable one), uses one sponge. Each output equals the single-sponge result.
+// Runs `used` jobs (indices group[0..used)) with equal (len, tail_len) in one W-lane sponge.
+template <size_t W>
+void RunShake256Group(const HashJob* jobs, const size_t* group, size_t used, size_t out_len) {
+  const uint8_t* in[W] = {};
+  const uint8_t* tail[W] = {};
+  uint8_t* out[W] = {};
+  for (size_t k = 0; k < used; ++k) {
+    in[k] = jobs[group[k]].in;
+    tail[k] = jobs[group[k]].tail;
+    out[k] = jobs[group[k]].out;
+  }
+  KeccakMulti<W> x(Shake256::kRateBytes, 0x1f);
+  x.AbsorbOnce2(in, jobs[group[0]].len, tail, jobs[group[0]].tail_len);
+  x.Squeeze(out, out_len);
+}
+
+// Runs n <= kChunk jobs: jobs with equal (len, tail_len) share multi-lane sponges, up to 8 on a
+// Keccak backend that permutes 8 states side by side (AVX-512; a group of 5 or more runs 8 wide,
+// as the samplers' groups, sample.cc), else up to 4 (KeccakMulti<4>); a job without a partner,
+// and every job on a Keccak backend without multi-lane permutations (the portable one), uses one
+// sponge. Each output equals the single-sponge result.
 void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
   bool done[kChunk] = {};
-  const bool lanes = keccak::ActiveBackend().lanes >= 4;
+  const uint8_t lanes = keccak::ActiveBackend().lanes;
+  const size_t max_group = lanes >= 8 ? 8 : lanes >= 4 ? 4 : 1;
   for (size_t i = 0; i < n; ++i) {
     if (done[i]) continue;
-    size_t group[4];
+    size_t group[8];
     size_t used = 0;
-    for (size_t j = i; j < n && used < (lanes ? 4u : 1u); ++j) {
+    for (size_t j = i; j < n && used < max_group; ++j) {
       if (!done[j] && jobs[j].len == jobs[i].len && jobs[j].tail_len == jobs[i].tail_len) {
         group[used++] = j;
         done[j] = true;
@@ -173,19 +192,11 @@ void RunShake256Jobs(const HashJob* jobs, size_t n, size_t out_len) {
       h.Absorb(Bytes(job.in, job.len));
       if (job.tail_len != 0) h.Absorb(Bytes(job.tail, job.tail_len));
       h.Squeeze(MutBytes(job.out, out_len));
-      continue;
+    } else if (used > 4) {
+      RunShake256Group<8>(jobs, group, used, out_len);
+    } else {
+      RunShake256Group<4>(jobs, group, used, out_len);
     }
-    const uint8_t* in[4] = {};
-    const uint8_t* tail[4] = {};
-    uint8_t* out[4] = {};
-    for (size_t k = 0; k < used; ++k) {
-      in[k] = jobs[group[k]].in;
-      tail[k] = jobs[group[k]].tail;
-      out[k] = jobs[group[k]].out;
-    }
-    KeccakMulti<4> x(Shake256::kRateBytes, 0x1f);
-    x.AbsorbOnce2(in, jobs[i].len, tail, jobs[i].tail_len);
-    x.Squeeze(out, out_len);
   }
 }
 
