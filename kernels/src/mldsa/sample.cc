@@ -63,8 +63,9 @@ int RejectEtaPortable(int32_t* a, int count, const uint8_t* buf, size_t len) {
 // itself); unused lanes of the last group get null pointers. Output is identical to one stream per
 // lane. The widths follow what the Keccak backend permutes side by side:
 //  * 8 lanes (AVX-512): groups of 8; a last group of 5-7 streams stays 8 wide, one of 1-4 is 4
-//    wide. On Zen 4 one x8 permutation (ZMM) costs ~1.5x an x4 (YMM) and ~0.8x the x4 + x1 pair,
-//    so 8 wide wins from 5 streams up (bench/RESULTS.md, "AVX-512 kernels (issue 26)").
+//    wide. On the AVX-512 Xeon measured one x8 permutation (ZMM) costs ~1.5x an x4 (YMM) and
+//    ~0.8x the x4 + x1 pair, so 8 wide wins from 5 streams up (bench/RESULTS.md, "AVX-512
+//    kernels (issue 26)").
 //  * otherwise: W = 4 fills the vector lanes; W = 5 adds a fifth state that AVX2 permutes on the
 //    integer units beside them (~1.33x the cost of a 4-lane call), which beats a mostly empty
 //    extra group.
