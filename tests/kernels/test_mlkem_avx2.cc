@@ -1,8 +1,8 @@
-// Differential tests: every hook of the AVX2 ML-KEM table (mlkem/backend.h, BackendFor(kAvx2))
-// against the portable kernel on edge inputs (zeros, extremes of the documented input bounds) and
-// 10,000 random inputs each. The AVX2 kernels perform the same reductions, so results must be
-// bit-identical; a failure prints the first differing index. Skipped where the CPU lacks AVX2 (and
-// on every other architecture).
+// Differential tests: every hook of the avx2 and avx512 ML-KEM tables (mlkem/backend.h,
+// BackendFor(kAvx2), BackendFor(kAvx512)) against the portable kernel on edge inputs (zeros,
+// extremes of the documented input bounds) and 10,000 random inputs each. The SIMD kernels perform
+// the same reductions, so results must be bit-identical; a failure prints the first differing
+// index. Each ISA's instance is skipped where the CPU lacks it (and on every other architecture).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "keccak/backend.h"
@@ -24,17 +25,16 @@ namespace {
 
 constexpr int kRandomInputs = 10000;
 
-// The table under test: what the avx2 (and avx512) backend runs.
-const Backend& Avx2() {
-  return BackendFor(Isa::kAvx2);
-}
-
-class MlKemAvx2Test : public ::testing::Test {
+// Run once per SIMD ISA (the test parameter) against the table that backend runs.
+class MlKemAvx2Test : public ::testing::TestWithParam<Isa> {
  public:
   void SetUp() override {
-    if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "AVX2 not supported on this CPU";
-    ASSERT_NE(&Avx2(), &kPortable) << "the avx2 backend has no ML-KEM table (arch/backends.h)";
+    if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+    ASSERT_NE(&Simd(), &kPortable)
+        << "the " << IsaName(GetParam()) << " backend has no ML-KEM table (arch/backends.h)";
   }
+  // The table under test.
+  const Backend& Simd() const { return BackendFor(GetParam()); }
   std::mt19937_64 rng_{0x6d6c6b656d};
   int16_t Uniform(int lo, int hi) {  // [lo, hi]
     return static_cast<int16_t>(std::uniform_int_distribution<int>(lo, hi)(rng_));
@@ -65,7 +65,7 @@ bool Same(const T* want, const T* got, size_t n, const char* what, int input) {
   for (size_t i = 0; i < n; ++i) {
     if (want[i] != got[i]) {
       ADD_FAILURE() << what << ": input #" << input << " first difference at index " << i
-                    << ": portable " << +want[i] << ", avx2 " << +got[i];
+                    << ": portable " << +want[i] << ", simd " << +got[i];
       return false;
     }
   }
@@ -90,48 +90,48 @@ void CheckUnary(MlKemAvx2Test* t, const char* what, int lo, int hi, void (*ref)(
   }
 }
 
-TEST_F(MlKemAvx2Test, NttAndInverse) {
-  CheckUnary(this, "PolyNtt", -(kQ - 1), kQ - 1, portable::PolyNtt, Avx2().ntt);
+TEST_P(MlKemAvx2Test, NttAndInverse) {
+  CheckUnary(this, "PolyNtt", -(kQ - 1), kQ - 1, portable::PolyNtt, Simd().ntt);
   CheckUnary(this, "PolyInvNttTimesR", -(kQ - 1), kQ - 1, portable::PolyInvNttTimesR,
-             Avx2().invntt_times_r);
+             Simd().invntt_times_r);
 }
 
-TEST_F(MlKemAvx2Test, Reductions) {
-  CheckUnary(this, "PolyToMont", -32768, 32767, portable::PolyToMont, Avx2().to_mont);
+TEST_P(MlKemAvx2Test, Reductions) {
+  CheckUnary(this, "PolyToMont", -32768, 32767, portable::PolyToMont, Simd().to_mont);
   CheckUnary(this, "PolyReduceCanonical", -32768, 32767, portable::PolyReduceCanonical,
-             Avx2().reduce_canonical);
+             Simd().reduce_canonical);
   // Every int16 through the Barrett + conditional add and the Montgomery multiplication.
   for (int base = -32768; base < 32768; base += kN) {
     Poly a, b;
     for (int i = 0; i < kN; ++i) a.c[i] = static_cast<int16_t>(base + i);
     b = a;
     portable::PolyReduceCanonical(a);
-    Avx2().reduce_canonical(b);
+    Simd().reduce_canonical(b);
     ASSERT_TRUE(Same(a.c, b.c, kN, "PolyReduceCanonical exhaustive", base));
     for (int i = 0; i < kN; ++i) a.c[i] = b.c[i] = static_cast<int16_t>(base + i);
     portable::PolyToMont(a);
-    Avx2().to_mont(b);
+    Simd().to_mont(b);
     ASSERT_TRUE(Same(a.c, b.c, kN, "PolyToMont exhaustive", base));
   }
 }
 
-TEST_F(MlKemAvx2Test, AddSub) {
+TEST_P(MlKemAvx2Test, AddSub) {
   for (int n = 0; n < kRandomInputs; ++n) {
     Poly r, a;
     Fill(r, -32768, 32767);
     Fill(a, -32768, 32767);
     Poly r1 = r, r2 = r;
     portable::PolyAdd(r1, a);
-    Avx2().add(r2, a);
+    Simd().add(r2, a);
     ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolyAdd", n));
     r1 = r2 = r;
     portable::PolySub(r1, a);
-    Avx2().sub(r2, a);
+    Simd().sub(r2, a);
     ASSERT_TRUE(Same(r1.c, r2.c, kN, "PolySub", n));
   }
 }
 
-TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
+TEST_P(MlKemAvx2Test, MulCacheAndBasemulAcc) {
   const int lo = -(kQ - 1), hi = kQ - 1;
   std::vector<Poly> edges = Edges(lo, hi);
   for (int n = 0; n < kRandomInputs + 25; ++n) {
@@ -147,7 +147,7 @@ TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
       }
       PolyMulCache c1, c2;
       portable::PolyMulCacheCompute(c1, b[j]);
-      Avx2().mulcache_compute(c2, b[j]);
+      Simd().mulcache_compute(c2, b[j]);
       ASSERT_TRUE(Same(c1.c, c2.c, kN / 2, "PolyMulCacheCompute", n));
       cache[j] = c1;
       // Extremes of the cache bound too (the contract allows any |cache| < q).
@@ -158,12 +158,12 @@ TEST_F(MlKemAvx2Test, MulCacheAndBasemulAcc) {
     const int k = 1 + n % 4;
     Poly o1, o2;
     portable::PolyBasemulAcc(o1, a, b, cache, k);
-    Avx2().basemul_acc(o2, a, b, cache, k);
+    Simd().basemul_acc(o2, a, b, cache, k);
     ASSERT_TRUE(Same(o1.c, o2.c, kN, "PolyBasemulAcc", n));
   }
 }
 
-TEST_F(MlKemAvx2Test, Encode12Decode12) {
+TEST_P(MlKemAvx2Test, Encode12Decode12) {
   std::vector<Poly> edges = Edges(0, kQ - 1);
   for (int n = 0; n < kRandomInputs + 5; ++n) {
     Poly a;
@@ -177,7 +177,7 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
     std::memset(e1, 0x5a, sizeof(e1));
     std::memset(e2, 0x5a, sizeof(e2));
     portable::PolyEncode12(e1, a);
-    Avx2().encode12(e2, a);
+    Simd().encode12(e2, a);
     ASSERT_TRUE(Same(e1, e2, sizeof(e1), "PolyEncode12", n));
     // Decode of arbitrary bytes (values up to 4095) and of valid encodings, from a heap buffer
     // of exactly 384 bytes (memcheck flags any read past it).
@@ -191,10 +191,10 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
     if (n == 1) std::memset(in, 0xff, kPolyBytes);
     Poly d1, d2;
     portable::PolyDecode12(d1, in);
-    Avx2().decode12(d2, in);
+    Simd().decode12(d2, in);
     ASSERT_TRUE(Same(d1.c, d2.c, kN, "PolyDecode12", n));
     const bool ok1 = portable::DecodeEncapsKeyPoly(d1, in);
-    const bool ok2 = Avx2().decode_ek(d2, in);
+    const bool ok2 = Simd().decode_ek(d2, in);
     ASSERT_EQ(ok1, ok2) << "DecodeEncapsKeyPoly verdict, input #" << n;
     ASSERT_TRUE(Same(d1.c, d2.c, kN, "DecodeEncapsKeyPoly", n));
   }
@@ -211,11 +211,11 @@ TEST_F(MlKemAvx2Test, Encode12Decode12) {
                                                ((v & 1) << ((bit + b) % 8)));
     }
     Poly d;
-    ASSERT_FALSE(Avx2().decode_ek(d, in)) << "position " << pos;
+    ASSERT_FALSE(Simd().decode_ek(d, in)) << "position " << pos;
   }
 }
 
-TEST_F(MlKemAvx2Test, CompressDecompress) {
+TEST_P(MlKemAvx2Test, CompressDecompress) {
   for (int d : {4, 5, 10, 11}) {
     std::vector<Poly> edges = Edges(0, kQ - 1);
     // Exhaustive over [0, q) first (13 polynomials), then edges and random.
@@ -233,7 +233,7 @@ TEST_F(MlKemAvx2Test, CompressDecompress) {
       std::memset(c1, 0x5a, sizeof(c1));
       std::memset(c2, 0x5a, sizeof(c2));
       portable::PolyCompressEncode(d, c1, a);
-      Avx2().compress_encode(d, c2, a);
+      Simd().compress_encode(d, c2, a);
       ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyCompressEncode", n)) << " d=" << d;
       // Input in a heap buffer of exactly 32·d bytes (memcheck flags any read past it).
       std::vector<uint8_t> in(32 * static_cast<size_t>(d));
@@ -242,13 +242,13 @@ TEST_F(MlKemAvx2Test, CompressDecompress) {
       if (n == 1) std::memset(in.data(), 0, in.size());
       Poly p1, p2;
       portable::PolyDecodeDecompress(d, p1, in.data());
-      Avx2().decode_decompress(d, p2, in.data());
+      Simd().decode_decompress(d, p2, in.data());
       ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyDecodeDecompress", n)) << " d=" << d;
     }
   }
 }
 
-TEST_F(MlKemAvx2Test, Message) {
+TEST_P(MlKemAvx2Test, Message) {
   for (int n = 0; n < 13 + kRandomInputs; ++n) {
     Poly a;
     if (n < 13) {
@@ -258,13 +258,13 @@ TEST_F(MlKemAvx2Test, Message) {
     }
     uint8_t m1[kSymBytes], m2[kSymBytes];
     portable::PolyToMessage(m1, a);
-    Avx2().to_message(m2, a);
+    Simd().to_message(m2, a);
     ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolyToMessage", n));
     FillBytes(m1, sizeof(m1));
     if (n == 0) std::memset(m1, 0xff, sizeof(m1));
     Poly p1, p2;
     portable::PolyFromMessage(p1, m1);
-    Avx2().from_message(p2, m1);
+    Simd().from_message(p2, m1);
     ASSERT_TRUE(Same(p1.c, p2.c, kN, "PolyFromMessage", n));
   }
 }
@@ -272,7 +272,7 @@ TEST_F(MlKemAvx2Test, Message) {
 // Fused add + (message) + reduce + compress + encode: against the portable composition, with the
 // output canaries of CompressDecompress. Inputs: edges (sums at ±(q-1) ± 3 and the int16 extremes
 // Barrett accepts) and random inputs in the ranges Encrypt produces (|a| < q, |b| <= 3) and wider.
-TEST_F(MlKemAvx2Test, AddCompressEncode) {
+TEST_P(MlKemAvx2Test, AddCompressEncode) {
   for (int d : {4, 5, 10, 11}) {
     for (bool msg : {false, true}) {
       for (int n = 0; n < 6 + kRandomInputs; ++n) {
@@ -300,7 +300,7 @@ TEST_F(MlKemAvx2Test, AddCompressEncode) {
         std::memset(c2, 0x5a, sizeof(c2));
         Poly a1 = a, a2 = a;
         portable::PolyAddCompressEncode(d, c1, a1, b, msg ? m : nullptr);
-        Avx2().add_compress_encode(d, c2, a2, b, msg ? m : nullptr);
+        Simd().add_compress_encode(d, c2, a2, b, msg ? m : nullptr);
         ASSERT_TRUE(Same(c1, c2, sizeof(c1), "PolyAddCompressEncode", n))
             << " d=" << d << " msg=" << msg;
         // The portable kernel is the composition of the unfused ones.
@@ -320,7 +320,7 @@ TEST_F(MlKemAvx2Test, AddCompressEncode) {
   }
 }
 
-TEST_F(MlKemAvx2Test, SubToMessage) {
+TEST_P(MlKemAvx2Test, SubToMessage) {
   for (int n = 0; n < 5 + kRandomInputs; ++n) {
     Poly v, w;
     if (n < 5) {
@@ -337,7 +337,7 @@ TEST_F(MlKemAvx2Test, SubToMessage) {
     uint8_t m1[kSymBytes], m2[kSymBytes], m3[kSymBytes];
     Poly v1 = v, v2 = v, v3 = v;
     portable::PolySubToMessage(m1, v1, w);
-    Avx2().sub_to_message(m2, v2, w);
+    Simd().sub_to_message(m2, v2, w);
     ASSERT_TRUE(Same(m1, m2, kSymBytes, "PolySubToMessage", n));
     portable::PolySub(v3, w);
     portable::PolyReduceCanonical(v3);
@@ -347,7 +347,7 @@ TEST_F(MlKemAvx2Test, SubToMessage) {
 }
 
 // Constant-time compare and select of the Decaps FO check against the byte loops.
-TEST_F(MlKemAvx2Test, CtDiffMaskAndSelect) {
+TEST_P(MlKemAvx2Test, CtDiffMaskAndSelect) {
   std::vector<uint8_t> a(1600), b(1600);
   for (int n = 0; n < kRandomInputs; ++n) {
     const size_t len = n % 4 == 0 ? 768 : n % 4 == 1 ? 1088 : n % 4 == 2 ? 1568 : n % 1600;
@@ -358,18 +358,18 @@ TEST_F(MlKemAvx2Test, CtDiffMaskAndSelect) {
       b[at] ^= static_cast<uint8_t>(1u << (rng_() % 8));
     }
     const uint8_t want = static_cast<uint8_t>(CtMaskNonZero(CtCompare(a.data(), b.data(), len)));
-    ASSERT_EQ(want, Avx2().ct_diff_mask(a.data(), b.data(), len)) << "CtDiffMask, input #" << n;
+    ASSERT_EQ(want, Simd().ct_diff_mask(a.data(), b.data(), len)) << "CtDiffMask, input #" << n;
     uint8_t d1[32], d2[32], src[32];
     FillBytes(d1, 32);
     FillBytes(src, 32);
     std::memcpy(d2, d1, 32);
     CtSelect(d1, src, 32, want);
-    Avx2().ct_select32(d2, src, want);
+    Simd().ct_select32(d2, src, want);
     ASSERT_TRUE(Same(d1, d2, 32, "CtSelect32", n));
   }
 }
 
-TEST_F(MlKemAvx2Test, RejectUniform) {
+TEST_P(MlKemAvx2Test, RejectUniform) {
   alignas(32) uint8_t buf[3 * 168 + 32] = {};
   for (int n = 0; n < kRandomInputs; ++n) {
     const size_t len = n % 3 == 0 ? 168 : n % 3 == 1 ? 3 * 168 : 3 * static_cast<size_t>(n % 168);
@@ -389,7 +389,7 @@ TEST_F(MlKemAvx2Test, RejectUniform) {
     const int wanted = n < 256 ? 1 + n : 1 + static_cast<int>(rng_() % kN);
     int16_t o1[kN], o2[kN];
     const int c1 = portable::RejectUniform(o1, wanted, buf, len);
-    const int c2 = Avx2().reject_uniform(o2, wanted, buf, len);
+    const int c2 = Simd().reject_uniform(o2, wanted, buf, len);
     ASSERT_EQ(c1, c2) << "RejectUniform count, input #" << n << " wanted " << wanted;
     ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform", n));
   }
@@ -398,7 +398,7 @@ TEST_F(MlKemAvx2Test, RejectUniform) {
 // Edges of the two-pass AVX2 rejection: nothing accepted, everything accepted (all groups written
 // straight to out), values q-1 / q, exact fills of `wanted`, every length that is a multiple of 3;
 // out[wanted..] must stay untouched (slots between the count and `wanted` may be scratch).
-TEST_F(MlKemAvx2Test, RejectUniformEdges) {
+TEST_P(MlKemAvx2Test, RejectUniformEdges) {
   alignas(32) uint8_t buf[3 * 168 + 32] = {};
   int input = 0;
   for (int pattern = 0; pattern < 4; ++pattern) {
@@ -414,7 +414,7 @@ TEST_F(MlKemAvx2Test, RejectUniformEdges) {
         std::fill(std::begin(o1), std::end(o1), int16_t{-7});
         std::fill(std::begin(o2), std::end(o2), int16_t{-7});
         const int c1 = portable::RejectUniform(o1, wanted, buf, len);
-        const int c2 = Avx2().reject_uniform(o2, wanted, buf, len);
+        const int c2 = Simd().reject_uniform(o2, wanted, buf, len);
         ASSERT_EQ(c1, c2) << "RejectUniform count, edge input #" << input << " len " << len
                           << " wanted " << wanted;
         ASSERT_TRUE(Same(o1, o2, static_cast<size_t>(c1), "RejectUniform (edge)", input));
@@ -426,7 +426,7 @@ TEST_F(MlKemAvx2Test, RejectUniformEdges) {
   }
 }
 
-TEST_F(MlKemAvx2Test, Cbd) {
+TEST_P(MlKemAvx2Test, Cbd) {
   alignas(32) uint8_t buf[192 + 32] = {};
   for (int eta : {2, 3}) {
     for (int n = 0; n < kRandomInputs + 2; ++n) {
@@ -435,7 +435,7 @@ TEST_F(MlKemAvx2Test, Cbd) {
       if (n == 1) std::memset(buf, 0, 192);
       Poly p1, p2;
       portable::Cbd(eta, p1, buf);
-      Avx2().cbd(eta, p2, buf);
+      Simd().cbd(eta, p2, buf);
       ASSERT_TRUE(Same(p1.c, p2.c, kN, "Cbd", n)) << " eta=" << eta;
     }
   }
@@ -454,14 +454,14 @@ void SampleEncrypt(const uint8_t rho[32], const uint8_t coins[32], Poly* at, Pol
 }
 
 template <int K>
-void SamplersAgree(std::mt19937_64& rng) {
+void SamplersAgree(Isa isa, std::mt19937_64& rng) {
   for (int trial = 0; trial < 20; ++trial) {
     uint8_t rho[32], coins[32];
     for (auto& x : rho) x = static_cast<uint8_t>(rng());
     for (auto& x : coins) x = static_cast<uint8_t>(rng());
     Poly a[2][K * K], c[2][2 * K + 1];
     for (int b = 0; b < 2; ++b) {
-      ASSERT_TRUE(SetActiveIsa(b == 0 ? Isa::kPortable : Isa::kAvx2).ok());
+      ASSERT_TRUE(SetActiveIsa(b == 0 ? Isa::kPortable : isa).ok());
       SampleEncrypt<K>(rho, coins, a[b], c[b]);
     }
     for (int t = 0; t < K * K; ++t) ASSERT_TRUE(Same(a[0][t].c, a[1][t].c, kN, "SampleNtt", t));
@@ -470,18 +470,18 @@ void SamplersAgree(std::mt19937_64& rng) {
 }
 
 // The plan's samplers give the same polynomials on every backend, for every k.
-TEST_F(MlKemAvx2Test, SamplersAgreeAcrossBackends) {
+TEST_P(MlKemAvx2Test, SamplersAgreeAcrossBackends) {
   const Isa saved = ActiveIsa();
   std::mt19937_64 rng(99);
-  SamplersAgree<2>(rng);
-  SamplersAgree<3>(rng);
-  SamplersAgree<4>(rng);
+  SamplersAgree<2>(GetParam(), rng);
+  SamplersAgree<3>(GetParam(), rng);
+  SamplersAgree<4>(GetParam(), rng);
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
 // The squeeze transpose as the fixed lane plans call it (whole 4-word groups of the four
 // interleaved Keccak states; keccak/keccak_multi.h), against a word-by-word copy.
-TEST_F(MlKemAvx2Test, LanesToBytes) {
+TEST_P(MlKemAvx2Test, LanesToBytes) {
   alignas(64) uint64_t st[100];
   constexpr size_t kStride = 200;
   for (int n = 0; n < kRandomInputs; ++n) {
@@ -495,10 +495,15 @@ TEST_F(MlKemAvx2Test, LanesToBytes) {
       for (size_t i = 0; i < covered; ++i) std::memcpy(want[j] + 8 * i, &st[4 * i + j], 8);
     }
     uint8_t* const outs[4] = {got[0], got[1], got[2], got[3]};
-    keccak::BackendFor(Isa::kAvx2).extract_lanes4(st, 4, covered, outs);
+    keccak::BackendFor(GetParam()).extract_lanes4(st, 4, covered, outs);
     ASSERT_TRUE(Same(&want[0][0], &got[0][0], sizeof(want), "LanesToBytes", n));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, MlKemAvx2Test, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
 
 }  // namespace
 }  // namespace pqcd::kernels::mlkem
