@@ -1,7 +1,8 @@
-// Differential tests: every AVX2 ML-DSA kernel (the avx2 table of mldsa/backend.h, reached through
-// the poly.h / sample.h functions) against the portable kernel, on edge inputs (zeros,
+// Differential tests: every kernel of the avx2 and avx512 ML-DSA tables (mldsa/backend.h, reached
+// through the poly.h / sample.h functions) against the portable kernel, on edge inputs (zeros,
 // q - 1, the extremes of each documented input bound) and 10,000 random polynomials per kernel
-// drawn inside the poly.h contract. The two paths are selected with SetActiveIsa(); outputs must be
+// drawn inside the poly.h contract. Every test runs once per SIMD ISA (the test parameter; skipped
+// where the CPU lacks it). The two paths are selected with SetActiveIsa(); outputs must be
 // identical coefficient for coefficient (the first differing index is reported).
 #include <gtest/gtest.h>
 
@@ -70,7 +71,11 @@ Poly MakePoly(uint64_t& s, int index, int64_t lo, int64_t hi) {
   return p;
 }
 
-// Runs f under the portable and the AVX2 backend and compares the produced polynomials.
+// The SIMD ISA under test: the parameter of the running test, set by its fixture's SetUp (the
+// helpers below compare it against the portable backend).
+Isa g_simd = Isa::kAvx2;
+
+// Runs f under the portable and the SIMD backend and compares the produced polynomials.
 // f fills `out` (a few polynomials) and may return a scalar result that must also agree.
 using Kernel = std::function<int64_t(std::vector<Poly>& out)>;
 ::testing::AssertionResult SameOnBothBackends(const Kernel& f, size_t outputs) {
@@ -79,29 +84,31 @@ using Kernel = std::function<int64_t(std::vector<Poly>& out)>;
   for (auto& p : got) std::memset(&p, 0xa5, sizeof(p));
   if (!SetActiveIsa(Isa::kPortable).ok()) return ::testing::AssertionFailure() << "portable";
   const int64_t r_ref = f(ref);
-  if (!SetActiveIsa(Isa::kAvx2).ok()) return ::testing::AssertionFailure() << "avx2";
+  if (!SetActiveIsa(g_simd).ok()) return ::testing::AssertionFailure() << IsaName(g_simd);
   const int64_t r_got = f(got);
   for (size_t k = 0; k < outputs; ++k) {
     for (int i = 0; i < kN; ++i) {
       if (ref[k].coeffs[i] != got[k].coeffs[i]) {
         return ::testing::AssertionFailure()
                << "output " << k << " first differing index " << i << ": portable "
-               << ref[k].coeffs[i] << ", avx2 " << got[k].coeffs[i];
+               << ref[k].coeffs[i] << ", " << IsaName(g_simd) << " " << got[k].coeffs[i];
       }
     }
   }
   if (r_ref != r_got) {
-    return ::testing::AssertionFailure() << "result: portable " << r_ref << ", avx2 " << r_got;
+    return ::testing::AssertionFailure()
+           << "result: portable " << r_ref << ", " << IsaName(g_simd) << " " << r_got;
   }
   return ::testing::AssertionSuccess();
 }
 
-class MlDsaAvx2 : public ::testing::Test {
+class MlDsaAvx2 : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "CPU without AVX2";
-    ASSERT_NE(&BackendFor(Isa::kAvx2), &kPortable)
-        << "the avx2 backend has no ML-DSA table (arch/backends.h)";
+    g_simd = GetParam();
+    if (!IsaSupported(g_simd)) GTEST_SKIP() << "CPU without " << IsaName(g_simd);
+    ASSERT_NE(&BackendFor(g_simd), &kPortable)
+        << "the " << IsaName(g_simd) << " backend has no ML-DSA table (arch/backends.h)";
   }
   ScopedIsa restore_;
 };
@@ -117,7 +124,7 @@ void CheckUnary(uint64_t seed, int64_t lo, int64_t hi, size_t outputs,
   }
 }
 
-TEST_F(MlDsaAvx2, Ntt) {
+TEST_P(MlDsaAvx2, Ntt) {
   CheckUnary(1, -(kQ - 1), kQ - 1, 1, [](const Poly& in, std::vector<Poly>& out) {
     out[0] = in;
     Ntt(out[0]);
@@ -125,7 +132,7 @@ TEST_F(MlDsaAvx2, Ntt) {
   });
 }
 
-TEST_F(MlDsaAvx2, InvNttToMont) {
+TEST_P(MlDsaAvx2, InvNttToMont) {
   CheckUnary(2, -kQ, kQ, 1, [](const Poly& in, std::vector<Poly>& out) {
     out[0] = in;
     InvNttToMont(out[0]);
@@ -133,7 +140,7 @@ TEST_F(MlDsaAvx2, InvNttToMont) {
   });
 }
 
-TEST_F(MlDsaAvx2, PointwiseMontgomery) {
+TEST_P(MlDsaAvx2, PointwiseMontgomery) {
   uint64_t s = 3;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
     const Poly a = MakePoly(s, n, -(9 * int64_t{kQ} - 1), 9 * int64_t{kQ} - 1);
@@ -149,7 +156,7 @@ TEST_F(MlDsaAvx2, PointwiseMontgomery) {
   }
 }
 
-TEST_F(MlDsaAvx2, PointwiseAccMontgomery) {
+TEST_P(MlDsaAvx2, PointwiseAccMontgomery) {
   uint64_t s = 4;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
     const int len = 1 + n % 8;
@@ -168,7 +175,7 @@ TEST_F(MlDsaAvx2, PointwiseAccMontgomery) {
   }
 }
 
-TEST_F(MlDsaAvx2, ReductionsAndLinear) {
+TEST_P(MlDsaAvx2, ReductionsAndLinear) {
   CheckUnary(5, INT32_MIN + (1 << 22), (int64_t{1} << 31) - (1 << 22) - 1, 1,
              [](const Poly& in, std::vector<Poly>& out) {
                out[0] = in;
@@ -194,7 +201,7 @@ TEST_F(MlDsaAvx2, ReductionsAndLinear) {
   });
 }
 
-TEST_F(MlDsaAvx2, Power2RoundAndDecompose) {
+TEST_P(MlDsaAvx2, Power2RoundAndDecompose) {
   CheckUnary(10, 0, kQ - 1, 2, [](const Poly& in, std::vector<Poly>& out) {
     Power2Round(out[0], out[1], in);
     return 0;
@@ -210,7 +217,7 @@ TEST_F(MlDsaAvx2, Power2RoundAndDecompose) {
 }
 
 // Every r in [0, q) once, for both gammas (the rounding functions are exhaustively comparable).
-TEST_F(MlDsaAvx2, DecomposeUseHintExhaustive) {
+TEST_P(MlDsaAvx2, DecomposeUseHintExhaustive) {
   for (int32_t base = 0; base < kQ; base += kN) {
     Poly r, h;
     for (int i = 0; i < kN; ++i) {
@@ -251,12 +258,12 @@ void CheckMakeHint(uint64_t seed) {
   }
 }
 
-TEST_F(MlDsaAvx2, MakeHint) {
+TEST_P(MlDsaAvx2, MakeHint) {
   CheckMakeHint<kG2Small>(13);
   CheckMakeHint<kG2Large>(14);
 }
 
-TEST_F(MlDsaAvx2, UseHintRandom) {
+TEST_P(MlDsaAvx2, UseHintRandom) {
   uint64_t s = 15;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
     const Poly r = MakePoly(s, n, 0, kQ - 1);
@@ -273,7 +280,7 @@ TEST_F(MlDsaAvx2, UseHintRandom) {
   }
 }
 
-TEST_F(MlDsaAvx2, ExceedsNorm) {
+TEST_P(MlDsaAvx2, ExceedsNorm) {
   const int32_t bounds[] = {1,  kG2Small,          kG2Large, (1 << 17) - 78, (1 << 19) - 196,
                             kQ, (int32_t{1} << 30)};
   uint64_t s = 16;
@@ -296,7 +303,7 @@ TEST_F(MlDsaAvx2, ExceedsNorm) {
 }
 
 // Bit unpacking: every bit pattern is a valid encoding; all-zero and all-one bytes are the edges.
-TEST_F(MlDsaAvx2, Unpacking) {
+TEST_P(MlDsaAvx2, Unpacking) {
   uint64_t s = 19;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
     std::vector<uint8_t> t1(320), z17(576), z19(640);  // exact sizes: the last group is the edge
@@ -321,12 +328,13 @@ TEST_F(MlDsaAvx2, Unpacking) {
   std::vector<uint8_t> ref(size + 16, 0x5a), got(size + 16, 0xa5);
   if (!SetActiveIsa(Isa::kPortable).ok()) return ::testing::AssertionFailure() << "portable";
   f(ref);
-  if (!SetActiveIsa(Isa::kAvx2).ok()) return ::testing::AssertionFailure() << "avx2";
+  if (!SetActiveIsa(g_simd).ok()) return ::testing::AssertionFailure() << IsaName(g_simd);
   f(got);
   for (size_t i = 0; i < size; ++i) {
     if (ref[i] != got[i]) {
-      return ::testing::AssertionFailure() << "first differing byte " << i << ": portable "
-                                           << int{ref[i]} << ", avx2 " << int{got[i]};
+      return ::testing::AssertionFailure()
+             << "first differing byte " << i << ": portable " << int{ref[i]} << ", "
+             << IsaName(g_simd) << " " << int{got[i]};
     }
   }
   for (size_t i = size; i < size + 16; ++i) {  // nothing written past the encoding
@@ -339,7 +347,7 @@ TEST_F(MlDsaAvx2, Unpacking) {
 
 // Bit packing: each packer on edge polynomials (all at the bounds of its input range, alternating)
 // and random ones inside the poly.h contract.
-TEST_F(MlDsaAvx2, Packing) {
+TEST_P(MlDsaAvx2, Packing) {
   struct Case {
     const char* name;
     int64_t lo, hi;
@@ -371,7 +379,7 @@ TEST_F(MlDsaAvx2, Packing) {
 
 // The fused passes of key generation and verification: both backends agree (bytes and
 // polynomials), and each fused pass equals its unfused composition.
-TEST_F(MlDsaAvx2, FusedKernels) {
+TEST_P(MlDsaAvx2, FusedKernels) {
   uint64_t s = 31;
   const int64_t k9q = 9 * int64_t{kQ} - 1;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
@@ -492,7 +500,7 @@ TEST_F(MlDsaAvx2, FusedKernels) {
 }
 
 // The signer's fused passes against both backends and their unfused compositions.
-TEST_F(MlDsaAvx2, SignerFusedKernels) {
+TEST_P(MlDsaAvx2, SignerFusedKernels) {
   uint64_t s = 37;
   const int32_t bounds[] = {(1 << 19) - 196, (1 << 17) - 78, 1, (1 << 30) - 1, 300};
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
@@ -565,7 +573,7 @@ TEST_F(MlDsaAvx2, SignerFusedKernels) {
 
 // Unpacking of t0 and eta fields: every byte pattern (eta: out-of-range fields must raise the same
 // malformed flag and give the same coefficients).
-TEST_F(MlDsaAvx2, UnpackT0AndEta) {
+TEST_P(MlDsaAvx2, UnpackT0AndEta) {
   uint64_t s = 23;
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
     std::vector<uint8_t> t0(416), e2(96), e4(128);
@@ -598,7 +606,7 @@ TEST_F(MlDsaAvx2, UnpackT0AndEta) {
 }
 
 // The sampler end to end (4-lane Keccak + vector rejection) and the rejection loop alone.
-TEST_F(MlDsaAvx2, UniformSampling) {
+TEST_P(MlDsaAvx2, UniformSampling) {
   uint64_t s = 17;
   for (int n = 0; n < 200; ++n) {
     uint8_t rho[32];
@@ -630,7 +638,7 @@ TEST_F(MlDsaAvx2, UniformSampling) {
       const uint32_t t = buf[pos] | buf[pos + 1] << 8 | (buf[pos + 2] & 0x7f) << 16;
       if (t < static_cast<uint32_t>(kQ)) want[want_count++] = static_cast<int32_t>(t);
     }
-    const int got_count = BackendFor(Isa::kAvx2).reject_uniform(got, start, buf, len);
+    const int got_count = BackendFor(g_simd).reject_uniform(got, start, buf, len);
     ASSERT_EQ(got_count, want_count) << "input #" << n;
     for (int i = 0; i < want_count; ++i) ASSERT_EQ(got[i], want[i]) << "index " << i;
   }
@@ -639,7 +647,7 @@ TEST_F(MlDsaAvx2, UniformSampling) {
 // RejBoundedPoly's inner loop alone: start counts up to 256 (the 8-lane stores meet the end of
 // the polynomial), lengths that are not multiples of 8 (the remainder path), runs of rejected
 // half-bytes and half-bytes at the accept bounds. Coefficients past the returned count are
-// unspecified (the AVX2 kernel may write there) and are not compared.
+// unspecified (the SIMD kernels may write there) and are not compared.
 template <int Eta>
 void CheckRejectEta(uint64_t seed) {
   uint64_t s = seed;
@@ -675,12 +683,12 @@ void CheckRejectEta(uint64_t seed) {
   }
 }
 
-TEST_F(MlDsaAvx2, RejectEta) {
+TEST_P(MlDsaAvx2, RejectEta) {
   CheckRejectEta<2>(20);
   CheckRejectEta<4>(21);
 }
 
-TEST_F(MlDsaAvx2, EtaAndMaskSampling) {
+TEST_P(MlDsaAvx2, EtaAndMaskSampling) {
   uint64_t s = 18;
   for (int n = 0; n < 100; ++n) {
     uint8_t seed[64];
@@ -713,7 +721,7 @@ TEST_F(MlDsaAvx2, EtaAndMaskSampling) {
 
 // SplitLow9 over its whole input range and over the signer's range (|c s1 + 2^9 c s2| <= 513 *
 // 196); the portable result must also satisfy the definition (v = lo + 2^9 hi, lo in [-256, 256)).
-TEST_F(MlDsaAvx2, SplitLow9) {
+TEST_P(MlDsaAvx2, SplitLow9) {
   for (int64_t bound : {int64_t{(1 << 30) - 1}, int64_t{513 * 196}}) {
     CheckUnary(31 + bound, -bound, bound, 2, [](const Poly& in, std::vector<Poly>& out) {
       SplitLow9(out[0], out[1], in);
@@ -729,12 +737,12 @@ TEST_F(MlDsaAvx2, SplitLow9) {
   }
 }
 
-// SampleInBall's constant-time kernels: the AVX2 steps and expansion against the portable ones on
+// SampleInBall's constant-time kernels: the SIMD steps and expansion against the portable ones on
 // the same state and candidates (edge states: empty list, every slot taken, i at 255 / 256,
 // candidates all 0 or all 255; then random states, tau and candidate streams). The end-to-end
 // comparison with FIPS 204 Alg. 29 (every backend, every tau and c~ length) is in
 // test_mldsa_poly.cc.
-TEST_F(MlDsaAvx2, SampleInBallKernels) {
+TEST_P(MlDsaAvx2, SampleInBallKernels) {
   uint64_t s = 29;
   const int taus[] = {39, 49, 60};
   for (int n = 0; n < kEdges + kRandomPolys; ++n) {
@@ -764,7 +772,7 @@ TEST_F(MlDsaAvx2, SampleInBallKernels) {
           std::memcpy(sgn, sgn0, sizeof(sgn));
           uint32_t i = i0;
           uint64_t signs = signs0;
-          const Backend& be = ActiveBackend();  // portable, then avx2
+          const Backend& be = ActiveBackend();  // portable, then the SIMD one
           be.sample_in_ball_steps(pos, sgn, i, first, signs, cand, len);
           be.sample_in_ball_expand(out[0], pos, sgn, tau);
           for (int k = 0; k < kBallSlots; ++k) {
@@ -781,6 +789,11 @@ TEST_F(MlDsaAvx2, SampleInBallKernels) {
         << "input #" << n << " (edge patterns < " << kEdges << ")";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Simd, MlDsaAvx2, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
 
 }  // namespace
 }  // namespace pqcd::kernels::mldsa
