@@ -115,22 +115,26 @@ PQCD_AI __m256i HighHalves(__m256i re, __m256i ro) {
 
 // a * z * 2^-32 mod q, lane-wise; zq = low32(z * q^-1), zodd = Odd(z) (z itself when z is a
 // broadcast). |a z| < 2^31 q -> |r| < q.
+// t = low32(a zq) comes from vpmuldq of the even and odd lanes (its low 32 bits are what the next
+// vpmuldq by q reads) rather than from vpmulld, which is two uops with twice the latency on
+// Intel cores: the same t, the same representative.
 PQCD_AI __m256i MulMont(__m256i a, __m256i z, __m256i zodd, __m256i zq) {
   const __m256i q = _mm256_set1_epi32(kQ);
-  const __m256i t = _mm256_mullo_epi32(a, zq);
+  const __m256i aodd = Odd(a);
+  const __m256i te = _mm256_mul_epi32(_mm256_mul_epi32(a, zq), q);
+  const __m256i to = _mm256_mul_epi32(_mm256_mul_epi32(aodd, Odd(zq)), q);
   const __m256i pe = _mm256_mul_epi32(a, z);
-  const __m256i po = _mm256_mul_epi32(Odd(a), zodd);
-  const __m256i te = _mm256_mul_epi32(t, q);
-  const __m256i to = _mm256_mul_epi32(Odd(t), q);
+  const __m256i po = _mm256_mul_epi32(aodd, zodd);
   return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
 }
 
-// Montgomery reduction of 64-bit accumulators (even lanes in pe, odd lanes in po).
+// Montgomery reduction of 64-bit accumulators (even lanes in pe, odd lanes in po): t = low32(p)
+// q^-1 from vpmuldq as above (p's low 32 bits are all vpmuldq reads).
 PQCD_AI __m256i Reduce64(__m256i pe, __m256i po) {
   const __m256i q = _mm256_set1_epi32(kQ);
   const __m256i qinv = _mm256_set1_epi32(kQInv);
-  const __m256i te = _mm256_mul_epi32(_mm256_mullo_epi32(pe, qinv), q);
-  const __m256i to = _mm256_mul_epi32(_mm256_mullo_epi32(po, qinv), q);
+  const __m256i te = _mm256_mul_epi32(_mm256_mul_epi32(pe, qinv), q);
+  const __m256i to = _mm256_mul_epi32(_mm256_mul_epi32(po, qinv), q);
   return HighHalves(_mm256_sub_epi64(pe, te), _mm256_sub_epi64(po, to));
 }
 
