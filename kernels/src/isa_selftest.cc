@@ -2,9 +2,10 @@
 // first selected. A backend whose results differ (a miscompiled or faulty unit, an untested CPU) is
 // never used: the selection falls back to the next one.
 //
-// Generic over the backend tables (keccak/backend.h, sm3/backend.h): every hook a backend's table
-// sets to something other than the portable kernel is run on fixed pseudo-random inputs and
-// compared with the portable result, so a new backend is checked without code here.
+// Generic over the backend tables (keccak/backend.h, sm3/backend.h, and through their families'
+// SelfCheck mlkem/backend.h and mldsa/backend.h): every hook a backend's table sets to something
+// other than the portable kernel is run on fixed pseudo-random inputs and compared with the
+// portable result, so a new backend is checked without code here.
 #include <cstring>
 
 #include "keccak/backend.h"
@@ -112,10 +113,24 @@ bool Sm3TableMatches(const sm3::Backend& be) {
 
 }  // namespace
 
+// The ML-KEM and ML-DSA checks (mlkem/backend_check.cc, mldsa/backend_check.cc) live in their
+// families' libraries, which link this one: weak references, null in a program without that
+// family (nothing of it can run there), resolved wherever the family is linked (its backend.cc,
+// which defines SelfCheck, holds the forwarders every operation calls).
+namespace mlkem {
+[[gnu::weak]] bool SelfCheck(Isa isa);
+}  // namespace mlkem
+namespace mldsa {
+[[gnu::weak]] bool SelfCheck(Isa isa);
+}  // namespace mldsa
+
 // Called by isa.cc only for ISAs the CPU supports.
 bool BackendSelfTestPasses(Isa isa) {
   if (isa == Isa::kPortable) return true;
-  return KeccakTableMatches(keccak::BackendFor(isa)) && Sm3TableMatches(sm3::BackendFor(isa));
+  bool ok = KeccakTableMatches(keccak::BackendFor(isa)) && Sm3TableMatches(sm3::BackendFor(isa));
+  if (ok && mlkem::SelfCheck != nullptr) ok = mlkem::SelfCheck(isa);
+  if (ok && mldsa::SelfCheck != nullptr) ok = mldsa::SelfCheck(isa);
+  return ok;
 }
 
 }  // namespace pqcd::kernels

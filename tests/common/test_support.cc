@@ -6,6 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace pqcd::testing {
 
 std::filesystem::path VectorsDir() {
@@ -62,6 +67,28 @@ std::string ToHex(const uint8_t* data, size_t n) {
 
 std::vector<kernels::Isa> SupportedIsas() {
   return kernels::SupportedIsas();  // checked against the test's own list in test_isa.cc
+}
+
+bool CpuRunsIsa(kernels::Isa isa) {
+  switch (isa) {
+    case kernels::Isa::kPortable:
+      return true;
+#if defined(__x86_64__)
+    case kernels::Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2");
+    case kernels::Isa::kAvx512:
+      return CpuRunsIsa(kernels::Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq");
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+    case kernels::Isa::kNeon:
+      return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#endif
+    default:
+      return false;
+  }
 }
 
 size_t VectorCounter::total_passed() const {

@@ -44,6 +44,12 @@ inline int Iterations(int full, int quick) {
 // Every backend this CPU supports (portable first), for tests that run on each of them.
 std::vector<kernels::Isa> SupportedIsas();
 
+// Whether the CPU (and OS) can run `isa`'s instructions, asked of the compiler's runtime
+// (__builtin_cpu_supports) or AT_HWCAP, not of pqcd's detection: a backend's start-up
+// self-check must keep every such ISA (a wrong check would otherwise turn the SIMD tests into
+// skips without a failure).
+bool CpuRunsIsa(kernels::Isa isa);
+
 // Restores the process-wide backend when the scope ends (tests switch with SetActiveIsa).
 class ScopedIsa {
  public:

@@ -533,6 +533,46 @@ TEST_P(MlDsaBackends, SampleInBallKernels) {
   }
 }
 
+// The start-up check (backend_check.cc, run before the ISA is first selected) passes this table
+// and fails it once a hook is wrong: here a table whose invntt_to_mont, unpack_z19 or
+// sample_in_ball_steps differs from the real one (each alone), built from the ISA's table.
+void WrongInvNtt(Poly& a) {
+  portable::InvNttToMont(a);
+  a.coeffs[200] += 1;
+}
+void WrongUnpackZ19(Poly& z, const uint8_t* in) {
+  portable::UnpackZ19(z, in);
+  z.coeffs[0] = -z.coeffs[0];
+}
+void WrongBallSteps(uint8_t* pos, int8_t* sgn, uint32_t& i, uint32_t first, uint64_t& signs,
+                    const uint8_t* cand, size_t n) {
+  portable::SampleInBallSteps(pos, sgn, i, first, signs, cand, n);
+  signs ^= 1;
+}
+TEST_P(MlDsaBackends, StartUpCheckPassesTheTableAndCatchesAWrongHook) {
+  EXPECT_TRUE(TableMatchesPortable(Simd()));
+  EXPECT_TRUE(SelfCheck(GetParam()));
+  Backend wrong = Simd();
+  wrong.invntt_to_mont = &WrongInvNtt;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+  wrong = Simd();
+  wrong.unpack_z19 = &WrongUnpackZ19;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+  wrong = Simd();
+  wrong.sample_in_ball_steps = &WrongBallSteps;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+}
+
+// The start-up self-check keeps every SIMD backend the CPU can run (its check of this family's
+// table passes), so the tests above ran rather than skipped.
+TEST(MlDsaBackendsSelfCheck, KeepsEveryBackendTheCpuRuns) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!pqcd::testing::CpuRunsIsa(isa)) continue;
+    EXPECT_TRUE(IsaSupported(isa))
+        << IsaName(isa) << ": the CPU runs it, the self-check refused it";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSimd, MlDsaBackends,
                          ::testing::Values(Isa::kAvx2, Isa::kAvx512, Isa::kNeon),
                          [](const ::testing::TestParamInfo<Isa>& info) {

@@ -348,6 +348,45 @@ TEST_P(MlKemBackends, RejectUniformEdges) {
   }
 }
 
+// The start-up check (backend_check.cc, run before the ISA is first selected) passes this table
+// and fails it once a hook is wrong: here a table whose ntt, cbd or reject_uniform differs from
+// the real one (each alone), built from the ISA's table.
+void WrongNtt(Poly& a) {
+  portable::PolyNtt(a);
+  a.c[17] ^= 1;
+}
+void WrongCbd(int eta, Poly& a, const uint8_t* buf) {
+  portable::Cbd(eta, a, buf);
+  a.c[255] = static_cast<int16_t>(-a.c[255] + 1);
+}
+int WrongReject(int16_t* out, int wanted, const uint8_t* buf, size_t len) {
+  const int n = portable::RejectUniform(out, wanted, buf, len);
+  return n > 0 ? n - 1 : n;
+}
+TEST_P(MlKemBackends, StartUpCheckPassesTheTableAndCatchesAWrongHook) {
+  EXPECT_TRUE(TableMatchesPortable(Simd()));
+  EXPECT_TRUE(SelfCheck(GetParam()));
+  Backend wrong = Simd();
+  wrong.ntt = &WrongNtt;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+  wrong = Simd();
+  wrong.cbd = &WrongCbd;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+  wrong = Simd();
+  wrong.reject_uniform = &WrongReject;
+  EXPECT_FALSE(TableMatchesPortable(wrong));
+}
+
+// The start-up self-check keeps every SIMD backend the CPU can run (its check of this family's
+// table passes), so the tests above ran rather than skipped.
+TEST(MlKemBackendsSelfCheck, KeepsEveryBackendTheCpuRuns) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!pqcd::testing::CpuRunsIsa(isa)) continue;
+    EXPECT_TRUE(IsaSupported(isa))
+        << IsaName(isa) << ": the CPU runs it, the self-check refused it";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSimd, MlKemBackends,
                          ::testing::Values(Isa::kAvx2, Isa::kAvx512, Isa::kNeon),
                          [](const ::testing::TestParamInfo<Isa>& info) {

@@ -24,6 +24,10 @@ const Backend& BackendFor(Isa isa) {
   return *kByIsa[static_cast<size_t>(isa)];
 }
 
+bool SelfCheck(Isa isa) {
+  return TableMatchesPortable(BackendFor(isa));
+}
+
 const Backend& ActiveBackend() {
   return *kByIsa[static_cast<size_t>(ActiveIsa())];
 }

@@ -139,4 +139,12 @@ const Backend& ActiveBackend();
 // tests.
 const Backend& BackendFor(Isa isa);
 
+// True when every hook `be` sets to something other than the portable kernel returns exactly the
+// portable result on fixed inputs inside its contract (backend_check.cc).
+bool TableMatchesPortable(const Backend& be);
+// TableMatchesPortable(BackendFor(isa)): the start-up check isa_selftest.cc runs, for a CPU that
+// supports `isa`, before that backend is first selected (through a weak reference, so that
+// programs without this family do not link it).
+bool SelfCheck(Isa isa);
+
 }  // namespace pqcd::kernels::mlkem
