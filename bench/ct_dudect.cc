@@ -25,7 +25,6 @@
 //                                     [--only-new] [--seed=N]
 // --only-new: only the hooks whose kernel differs from the avx2 table's (the AVX-512 kernels).
 // Exit status: 0 when no hook is a LEAK, 1 otherwise, 2 on a usage error.
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,6 +42,7 @@
 #include "mldsa/backend.h"
 #include "mlkem/backend.h"
 #include "pqcd/kernels/isa.h"
+#include "tsc.h"
 
 namespace k = pqcd::kernels;
 
@@ -374,19 +374,6 @@ struct Moments {
   }
 };
 
-inline uint64_t Start() {
-  _mm_lfence();
-  const uint64_t t = __rdtsc();
-  _mm_lfence();
-  return t;
-}
-inline uint64_t Stop() {
-  unsigned aux;
-  const uint64_t t = __rdtscp(&aux);
-  _mm_lfence();
-  return t;
-}
-
 struct Result {
   double max_t = 0;
   const char* where = "";
@@ -423,9 +410,9 @@ Result Measure(const Hook& h, size_t samples, uint64_t seed) {
       }
     }
     for (size_t i = 0; i < kBatch; ++i, ++done) {
-      const uint64_t t0 = Start();
+      const uint64_t t0 = pqcd::bench::TscStart();
       h.run(batch[i]);
-      const uint64_t t1 = Stop();
+      const uint64_t t1 = pqcd::bench::TscStop();
       const double x = static_cast<double>(t1 - t0);
       if (done < kWarm) {
         first.push_back(x);

@@ -30,7 +30,6 @@
 //              [--ops=ML-KEM-768,ML-DSA-65/sign,verify,...]
 #include <openssl/evp.h>
 #include <sched.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <array>
@@ -50,6 +49,7 @@
 #include "pqcd/kernels/mlkem.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/kernels/sha3.h"
+#include "tsc.h"
 
 extern "C" {
 #include <oqs/oqs.h>
@@ -90,19 +90,6 @@ int randombytes(uint8_t* out, size_t outlen) {
 namespace k = pqcd::kernels;
 
 namespace {
-
-uint64_t Start() {
-  _mm_lfence();
-  const uint64_t t = __rdtsc();
-  _mm_lfence();
-  return t;
-}
-uint64_t Stop() {
-  unsigned aux;
-  const uint64_t t = __rdtscp(&aux);
-  _mm_lfence();
-  return t;
-}
 
 // One implementation's calls of one operation; call(i) is the block's i-th call.
 struct Block {
@@ -591,9 +578,9 @@ int main(int argc, char** argv) {
       std::shuffle(impls.begin(), impls.end(), shuffle);
       for (size_t b : impls) {
         for (int c = 0; c < blocks[b].calls; ++c) {
-          const uint64_t t0 = Start();
+          const uint64_t t0 = pqcd::bench::TscStart();
           const bool good = blocks[b].call(c);
-          const uint64_t t1 = Stop();
+          const uint64_t t1 = pqcd::bench::TscStop();
           if (!good) {
             std::fprintf(stderr, "%s %s %s failed\n", blocks[b].alg.c_str(), blocks[b].op.c_str(),
                          blocks[b].impl.c_str());

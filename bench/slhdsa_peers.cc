@@ -13,7 +13,6 @@
 // Run pinned:  build/bench/slhdsa-peers --cpu=1 --rounds=7 [--sets=SLH-DSA-SHA2-128f,...]
 //               [--isa=avx2] (pqcd's backend; the start-up choice by default)
 #include <sched.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -29,6 +28,7 @@
 #include "pqcd/kernels/random.h"
 #include "pqcd/kernels/slhdsa.h"
 #include "slhdsa/sha2.h"
+#include "tsc.h"
 
 extern "C" {
 #include <oqs/oqs.h>
@@ -40,19 +40,6 @@ extern "C" {
 namespace k = pqcd::kernels;
 
 namespace {
-
-uint64_t Start() {
-  _mm_lfence();
-  const uint64_t t = __rdtsc();
-  _mm_lfence();
-  return t;
-}
-uint64_t Stop() {
-  unsigned aux;
-  const uint64_t t = __rdtscp(&aux);
-  _mm_lfence();
-  return t;
-}
 
 struct Block {
   std::string set, op, impl;
@@ -311,9 +298,9 @@ int main(int argc, char** argv) {
     std::shuffle(order.begin(), order.end(), shuffle);
     for (size_t b : order) {
       for (int c = 0; c < blocks[b].calls; ++c) {
-        const uint64_t t0 = Start();
+        const uint64_t t0 = pqcd::bench::TscStart();
         const bool good = blocks[b].call();
-        const uint64_t t1 = Stop();
+        const uint64_t t1 = pqcd::bench::TscStop();
         if (!good) {
           std::fprintf(stderr, "%s %s %s failed\n", blocks[b].set.c_str(), blocks[b].op.c_str(),
                        blocks[b].impl.c_str());
