@@ -8,6 +8,7 @@
 // random inputs; this is the quick version every process runs once.
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "mldsa/backend.h"
 #include "mldsa/poly.h"
@@ -46,22 +47,22 @@ struct Out {
   uint64_t w;
 };
 
-// Outputs and inputs live here rather than on the stack (a worker thread may run the check); the
-// check runs once per process, inside the kernels' one-time feature detection.
-Out g_ref, g_got, g_state;
-Poly g_in[8], g_in2[8];
+// The check's inputs and outputs, on the heap (~24 KiB: any thread may be the one that runs the
+// detection) and per call (tests call TableMatchesPortable too).
+struct Scratch {
+  Out ref, got, state;
+  Poly in[8], in2[8];
+};
 
 // Runs call(table, out) with the portable table and with `be` on identically pre-filled outputs
 // and compares everything (a write past an encoding shows as a difference too).
 template <class Call>
-bool Same(const Backend& be, Call&& call) {
-  Out& ref = g_ref;
-  Out& got = g_got;
-  std::memset(&ref, 0x5a, sizeof(ref));
-  std::memset(&got, 0x5a, sizeof(got));
-  call(kPortable, ref);
-  call(be, got);
-  return std::memcmp(&ref, &got, sizeof(ref)) == 0;
+bool Same(Scratch& sc, const Backend& be, Call&& call) {
+  std::memset(&sc.ref, 0x5a, sizeof(sc.ref));
+  std::memset(&sc.got, 0x5a, sizeof(sc.got));
+  call(kPortable, sc.ref);
+  call(be, sc.got);
+  return std::memcmp(&sc.ref, &sc.got, sizeof(sc.ref)) == 0;
 }
 
 }  // namespace
@@ -70,16 +71,17 @@ bool TableMatchesPortable(const Backend& be) {
   const Backend& ref = kPortable;
   Gen g{0x6d6c647361ull};
   bool ok = true;
-  Poly(&in)[8] = g_in;
-  Poly(&in2)[8] = g_in2;
+  const auto sc = std::make_unique<Scratch>();
+  Poly(&in)[8] = sc->in;
+  Poly(&in2)[8] = sc->in2;
   uint8_t bytes[1024 + 64];
   auto fill_all = [&](int64_t lo, int64_t hi) {
     for (Poly& p : in) g.Fill(p, lo, hi);
     for (Poly& p : in2) g.Fill(p, lo, hi);
   };
-#define PQCD_CHECK(hook, ...)                                       \
-  if (be.hook != ref.hook) {                                        \
-    ok &= Same(be, [&](const Backend& t, Out& o) { __VA_ARGS__; }); \
+#define PQCD_CHECK(hook, ...)                                            \
+  if (be.hook != ref.hook) {                                             \
+    ok &= Same(*sc, be, [&](const Backend& t, Out& o) { __VA_ARGS__; }); \
   }
 
   // ---- Arithmetic ----
@@ -177,10 +179,10 @@ bool TableMatchesPortable(const Backend& be) {
   };
   PQCD_CHECK(sample_in_ball_steps, steps(t, o));
   if (be.sample_in_ball_expand != ref.sample_in_ball_expand) {
-    Out& state = g_state;
+    Out& state = sc->state;
     steps(ref, state);  // a reachable list: the portable steps' output
     const int used = static_cast<int>(state.u - kFirst);
-    ok &= Same(be, [&](const Backend& t, Out& o) {
+    ok &= Same(*sc, be, [&](const Backend& t, Out& o) {
       t.sample_in_ball_expand(o.p[0], state.b,
                               reinterpret_cast<const int8_t*>(state.b + kBallSlots), used);
     });

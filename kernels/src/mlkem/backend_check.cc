@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 
 #include "mlkem/backend.h"
 #include "mlkem/poly.h"
@@ -41,21 +42,23 @@ struct Out {
   int64_t r;
 };
 
-// Outputs and inputs live here rather than on the stack (a worker thread may run the check); the
-// check runs once per process, inside the kernels' one-time feature detection.
-Out g_ref, g_got;
-Poly g_in[8];
-PolyMulCache g_cache[4];
+// The check's inputs and outputs, on the heap (any thread may be the one that runs the
+// detection) and per call (tests call TableMatchesPortable too).
+struct Scratch {
+  Out ref, got;
+  Poly in[8];
+  PolyMulCache cache[4];
+};
 
 // Runs call(table, out) with the portable table and with `be` on identically pre-filled outputs
 // and compares everything (a write past an encoding shows as a difference too).
 template <class Call>
-bool Same(const Backend& be, Call&& call) {
-  std::memset(&g_ref, 0x5a, sizeof(g_ref));
-  std::memset(&g_got, 0x5a, sizeof(g_got));
-  call(kPortable, g_ref);
-  call(be, g_got);
-  return std::memcmp(&g_ref, &g_got, sizeof(g_ref)) == 0;
+bool Same(Scratch& sc, const Backend& be, Call&& call) {
+  std::memset(&sc.ref, 0x5a, sizeof(sc.ref));
+  std::memset(&sc.got, 0x5a, sizeof(sc.got));
+  call(kPortable, sc.ref);
+  call(be, sc.got);
+  return std::memcmp(&sc.ref, &sc.got, sizeof(sc.ref)) == 0;
 }
 
 }  // namespace
@@ -64,24 +67,25 @@ bool TableMatchesPortable(const Backend& be) {
   const Backend& ref = kPortable;
   Gen g{0x6d6c6b656dull};
   bool ok = true;
-  Poly(&in)[8] = g_in;
+  const auto sc = std::make_unique<Scratch>();
+  Poly(&in)[8] = sc->in;
   // Slack past the longest read (reject_uniform and cbd may read 8 bytes beyond their input).
   uint8_t bytes[3 * 168 + 64];
   uint8_t bytes2[kPolyBytes + 64];
   g.Bytes(bytes, sizeof(bytes));
   g.Bytes(bytes2, sizeof(bytes2));
-#define PQCD_CHECK(hook, ...)                                       \
-  if (be.hook != ref.hook) {                                        \
-    ok &= Same(be, [&](const Backend& t, Out& o) { __VA_ARGS__; }); \
+#define PQCD_CHECK(hook, ...)                                            \
+  if (be.hook != ref.hook) {                                             \
+    ok &= Same(*sc, be, [&](const Backend& t, Out& o) { __VA_ARGS__; }); \
   }
 
   // ---- NTT domain ----
   for (Poly& p : in) g.Fill(p, -(kQ - 1), kQ - 1);
-  for (int j = 0; j < 4; ++j) ref.mulcache_compute(g_cache[j], in[4 + j]);
+  for (int j = 0; j < 4; ++j) ref.mulcache_compute(sc->cache[j], in[4 + j]);
   PQCD_CHECK(ntt, o.p[0] = in[0]; t.ntt(o.p[0]));
   PQCD_CHECK(invntt_times_r, o.p[0] = in[1]; t.invntt_times_r(o.p[0]));
   PQCD_CHECK(mulcache_compute, t.mulcache_compute(o.cache, in[2]));
-  PQCD_CHECK(basemul_acc, t.basemul_acc(o.p[0], in, in + 4, g_cache, 4));
+  PQCD_CHECK(basemul_acc, t.basemul_acc(o.p[0], in, in + 4, sc->cache, 4));
   PQCD_CHECK(add, o.p[0] = in[0]; t.add(o.p[0], in[1]));
   PQCD_CHECK(sub, o.p[0] = in[0]; t.sub(o.p[0], in[1]));
   // The fused passes clobber their first polynomial (scratch, not compared).
@@ -108,10 +112,10 @@ bool TableMatchesPortable(const Backend& be) {
   if (be.decode_ek != ref.decode_ek) {
     uint8_t ek[kPolyBytes];
     ref.encode12(ek, in[7]);  // a valid encoding, then one with a value >= q
-    ok &= Same(be, [&](const Backend& t, Out& o) { o.r = t.decode_ek(o.p[0], ek); });
+    ok &= Same(*sc, be, [&](const Backend& t, Out& o) { o.r = t.decode_ek(o.p[0], ek); });
     ek[100] |= 0xf0;  // coefficient 67 = ek[100] >> 4 | ek[101] << 4 = 0xfff
     ek[101] = 0xff;
-    ok &= Same(be, [&](const Backend& t, Out& o) { o.r = t.decode_ek(o.p[0], ek); });
+    ok &= Same(*sc, be, [&](const Backend& t, Out& o) { o.r = t.decode_ek(o.p[0], ek); });
   }
 
   // ---- Constant-time helpers ----
