@@ -433,11 +433,12 @@ TEST(EngineIo, CallsThatArriveTogetherRunAsOneBurstOnTheirWorker) {
     ASSERT_TRUE(kernels::Hash(HashAlgorithm::kSha3_256, jobs[i]->in, want).ok());
     EXPECT_EQ(std::memcmp(want, jobs[i]->out.data(), 32), 0) << i;
   }
+  // A worker counts a burst after completing its jobs: read the statistics once it has stopped.
+  io.End();
+  engine->Shutdown();
   const EngineStats st = engine->GetStats();
   EXPECT_EQ(st.workers[0].jobs, 10u);
   EXPECT_EQ(st.workers[0].batches, 1u) << "the ten calls were not one burst";
-  io.End();
-  engine->Shutdown();
 }
 
 // A job queued by a thread that is not a worker (a callback-API handler) wakes the worker that
@@ -499,11 +500,11 @@ TEST(EngineIo, ABacklogGoesToAnIdleSibling) {
     EXPECT_EQ(sj->completions.load(), 1);
     EXPECT_TRUE(sj->status.ok()) << sj->status;
   }
+  io.End();
+  engine->Shutdown();  // the workers count a burst after completing it
   const EngineStats st = engine->GetStats();
   EXPECT_EQ(st.workers[0].jobs + st.workers[1].jobs, 200u);
   EXPECT_GT(st.workers[1].jobs, 0u) << "the idle sibling took nothing";
-  io.End();
-  engine->Shutdown();
 }
 
 // Shutdown does not end the I/O: the workers keep polling (and answer what arrives with
