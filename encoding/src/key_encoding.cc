@@ -584,6 +584,13 @@ absl::StatusOr<SecretBuffer> EncodePrivateKey(AlgorithmId id, ByteView seed, Byt
   return out;
 }
 
+absl::StatusOr<SecretBuffer> EncodeGeneratedPrivateKey(AlgorithmId id, ByteView seed,
+                                                       ByteView expanded, KeyFormat f) {
+  const OidEntry* e = EntryOf(id);
+  const bool seed_form = !seed.empty() && f != KeyFormat::kRaw && e != nullptr && !e->raw_private;
+  return seed_form ? EncodePrivateKey(id, seed, {}, f) : EncodePrivateKey(id, {}, expanded, f);
+}
+
 absl::StatusOr<KeyFormat> ParseKeyFormat(std::string_view name) {
   const std::string lower = absl::AsciiStrToLower(A(name));
   if (lower == "raw") return KeyFormat::kRaw;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace pqcd::kernels {
 namespace {
@@ -188,6 +189,37 @@ std::span<const AlgorithmDescriptor> Registry() {
 
 const AlgorithmDescriptor& Describe(AlgorithmId id) {
   return kRegistry[static_cast<size_t>(id)];
+}
+
+absl::Status SeedMatchesExpanded(const AlgorithmDescriptor& d, Bytes seed, Bytes expanded) {
+  const AlgorithmFacts& f = *d.facts;
+  if (seed.size() != f.seed_bytes || expanded.size() != f.private_key_bytes ||
+      (d.kem == nullptr && d.dsa == nullptr)) {
+    return absl::InvalidArgumentError(std::string(f.name) + ": expected a " +
+                                      std::to_string(f.seed_bytes) + "-byte seed and a " +
+                                      std::to_string(f.private_key_bytes) + "-byte expanded key");
+  }
+  std::vector<uint8_t> pk(f.public_key_bytes);
+  std::vector<uint8_t> sk(f.private_key_bytes);
+  absl::Status status;
+  if (d.kem != nullptr) {
+    KemKeyGenItem item{seed, pk, MutBytes(sk.data(), sk.size()), {}, {}};
+    d.kem->keygen_batch(std::span(&item, 1), OsRandom());  // a seed is given: nothing is drawn
+    status = std::move(item.status);
+  } else {
+    DsaKeyGenItem item{seed, pk, MutBytes(sk.data(), sk.size()), {}, {}};
+    d.dsa->keygen_batch(std::span(&item, 1), OsRandom());
+    status = std::move(item.status);
+  }
+  uint8_t diff = 0;
+  for (size_t i = 0; i < sk.size(); ++i) diff |= sk[i] ^ expanded[i];
+  SecureZero(sk.data(), sk.size());
+  if (!status.ok()) return status;
+  if (diff != 0) {
+    return absl::InvalidArgumentError("the seed and expanded key do not match (" +
+                                      std::string(f.name) + ")");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek) {

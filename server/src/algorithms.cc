@@ -130,35 +130,6 @@ bool LooksEncoded(kernels::Bytes given) {
   return (!given.empty() && given[0] == 0x30) || encoding::LooksLikePem(given);
 }
 
-// Expands a seed with the kernels (key generation, as the self-test does) and compares the
-// expanded key with `expanded` in constant time.
-absl::Status CheckSeedMatchesExpanded(const AlgorithmDescriptor& d, kernels::Bytes seed,
-                                      kernels::Bytes expanded, const char* field) {
-  const kernels::AlgorithmFacts& f = *d.facts;
-  std::vector<uint8_t> pk(f.public_key_bytes);
-  SecretBytes sk(f.private_key_bytes);
-  absl::Status status;
-  if (d.kem != nullptr) {
-    kernels::KemKeyGenItem item{seed, pk, kernels::MutBytes(sk.data(), sk.size()), {}, {}};
-    d.kem->keygen_batch({&item, 1}, kernels::OsRandom());
-    status = item.status;
-  } else if (d.dsa != nullptr) {
-    kernels::DsaKeyGenItem item{seed, pk, kernels::MutBytes(sk.data(), sk.size()), {}, {}};
-    d.dsa->keygen_batch({&item, 1}, kernels::OsRandom());
-    status = item.status;
-  } else {
-    status = absl::InvalidArgumentError("no key generation");
-  }
-  if (!status.ok()) return InvalidArgumentError(StrCat(field, ": ", Msg(status)));
-  uint8_t diff = expanded.size() == sk.size() ? 0 : 1;
-  for (size_t i = 0; i < sk.size() && i < expanded.size(); ++i) diff |= sk.data()[i] ^ expanded[i];
-  if (diff != 0) {
-    return InvalidArgumentError(
-        StrCat(field, ": the PKCS#8 seed and expanded key do not match (", Name(d), ")"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status MismatchError(const AlgorithmDescriptor& d, encoding::AlgorithmId got,
                            const char* field) {
   return InvalidArgumentError(StrCat(field, ": the key is encoded for ",
@@ -201,9 +172,9 @@ absl::StatusOr<kernels::Bytes> ResolvePrivateKey(const AlgorithmDescriptor& d, k
   }
   if (key->algorithm != d.id()) return MismatchError(d, key->algorithm, field);
   if (!key->seed.empty() && !key->expanded.empty()) {
-    if (absl::Status s = CheckSeedMatchesExpanded(d, key->seed.view(), key->expanded.view(), field);
+    if (absl::Status s = kernels::SeedMatchesExpanded(d, key->seed.view(), key->expanded.view());
         !s.ok()) {
-      return s;
+      return InvalidArgumentError(StrCat(field, ": PKCS#8: ", Msg(s)));
     }
   }
   const encoding::SecretBuffer& raw = key->seed.empty() ? key->expanded : key->seed;
@@ -242,10 +213,7 @@ absl::Status EncodeAnswerKeys(const AlgorithmDescriptor& d, pqc::v1::KeyFormat f
   if (private_key != nullptr && !private_key->empty()) {
     const kernels::Bytes expanded(reinterpret_cast<const uint8_t*>(private_key->data()),
                                   private_key->size());
-    // SLH-DSA's PKCS#8 form is the 4n-byte key itself (RFC 9909): never the seed.
-    const bool key_only = d.family() == Family::kDsa && !kernels::IsMlDsa(kernels::AsDsa(d.id()));
-    auto sk = seed.empty() || key_only ? encoding::EncodePrivateKey(d.id(), {}, expanded, f)
-                                       : encoding::EncodePrivateKey(d.id(), seed, {}, f);
+    auto sk = encoding::EncodeGeneratedPrivateKey(d.id(), seed, expanded, f);
     if (!sk.ok()) return sk.status();
     encoding::Wipe(private_key->data(), private_key->size());
     private_key->assign(reinterpret_cast<const char*>(sk->data()), sk->size());

@@ -132,6 +132,32 @@ TEST(KeyEncoding, KnownDerLayout) {
 
 // SLH-DSA (RFC 9909): SPKI with the raw 2n-byte key, PKCS#8 whose privateKey OCTET STRING is the
 // raw 4n-byte key; the seed form has no encoding.
+// A key just made is exported in the seed form where PKCS#8 has one, else as the key itself;
+// raw is the expanded key.
+TEST(KeyEncoding, GeneratedPrivateKeyForm) {
+  for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) {
+    if (!HasStandardEncoding(f.id)) continue;
+    SCOPED_TRACE(f.name);
+    const std::vector<uint8_t> seed = Pattern(f.seed_bytes, 3);
+    const std::vector<uint8_t> sk = Pattern(f.private_key_bytes, 7);
+    const bool slh = f.name.starts_with("SLH-DSA-");
+    absl::StatusOr<SecretBuffer> der = EncodeGeneratedPrivateKey(f.id, seed, sk, KeyFormat::kDer);
+    ASSERT_TRUE(der.ok()) << der.status();
+    absl::StatusOr<PrivateKey> back = PrivateKeyToRaw(f.id, der->view());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(ToVec(back->seed.view()), slh ? std::vector<uint8_t>{} : seed);
+    EXPECT_EQ(ToVec(back->expanded.view()), slh ? sk : std::vector<uint8_t>{});
+    absl::StatusOr<SecretBuffer> raw = EncodeGeneratedPrivateKey(f.id, seed, sk, KeyFormat::kRaw);
+    ASSERT_TRUE(raw.ok());
+    EXPECT_EQ(ToVec(raw->view()), sk);
+    absl::StatusOr<SecretBuffer> no_seed = EncodeGeneratedPrivateKey(f.id, {}, sk, KeyFormat::kDer);
+    ASSERT_TRUE(no_seed.ok());
+    back = PrivateKeyToRaw(f.id, no_seed->view());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(ToVec(back->expanded.view()), sk);
+  }
+}
+
 TEST(KeyEncoding, SlhDsaForms) {
   int rows = 0;
   for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) {

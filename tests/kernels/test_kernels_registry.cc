@@ -95,6 +95,14 @@ TEST(Registry, PublicKeyOfBothPrivateKeyForms) {
     sk[at] ^= 1;
     EXPECT_FALSE(d.public_key_of(sk, MutBytes(from_sk)).ok());
     EXPECT_FALSE(d.public_key_of(Bytes(seed).first(seed.size() - 1), MutBytes(from_sk)).ok());
+    // SeedMatchesExpanded: the changed key no longer matches its seed; the original does.
+    const absl::Status changed = SeedMatchesExpanded(d, seed, sk);
+    EXPECT_TRUE(absl::IsInvalidArgument(changed)) << changed;
+    EXPECT_NE(changed.message().find("do not match"), std::string_view::npos) << changed;
+    sk[at] ^= 1;
+    EXPECT_TRUE(SeedMatchesExpanded(d, seed, sk).ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(SeedMatchesExpanded(d, Bytes(seed).first(1), sk)));
+    EXPECT_TRUE(absl::IsInvalidArgument(SeedMatchesExpanded(d, seed, Bytes(sk).first(1))));
   }
 }
 

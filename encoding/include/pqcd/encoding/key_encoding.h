@@ -112,6 +112,12 @@ absl::StatusOr<std::vector<uint8_t>> EncodePublicKey(AlgorithmId id, ByteView ra
 absl::StatusOr<SecretBuffer> EncodePrivateKey(AlgorithmId id, ByteView seed, ByteView expanded,
                                               KeyFormat f);
 
+// Export of a key pair just made, with both forms at hand (`seed` may be empty): DER/PEM take
+// the seed form where the algorithm's PKCS#8 has one (ML-KEM, ML-DSA), the private key itself
+// where it has none (SLH-DSA, RFC 9909); raw takes the expanded key.
+absl::StatusOr<SecretBuffer> EncodeGeneratedPrivateKey(AlgorithmId id, ByteView seed,
+                                                       ByteView expanded, KeyFormat f);
+
 absl::StatusOr<KeyFormat> ParseKeyFormat(std::string_view name);  // "raw", "der", "pem"
 std::string_view KeyFormatName(KeyFormat f);
 

@@ -70,6 +70,12 @@ absl::Status CheckExpandedPrivateKey(KemAlgorithm alg, Bytes dk, Bytes ek = {});
 absl::Status CheckExpandedPrivateKey(DsaAlgorithm alg, Bytes sk, Bytes pk = {},
                                      MutBytes pk_out = {});
 
+// KEM and DSA: whether `expanded` is the expanded private key that key generation makes from
+// `seed` (a PKCS#8 key may carry both forms). The seed is expanded here (the one key-generation
+// path) and the keys are compared in constant time; a mismatch is InvalidArgument, as are wrong
+// sizes. Secret intermediate values are wiped.
+absl::Status SeedMatchesExpanded(const AlgorithmDescriptor& d, Bytes seed, Bytes expanded);
+
 // Every algorithm, in id order.
 std::span<const AlgorithmDescriptor> Registry();
 const AlgorithmDescriptor& Describe(AlgorithmId id);
