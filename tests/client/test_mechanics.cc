@@ -4,11 +4,15 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -184,6 +188,49 @@ int FreePort() {
   return s.port();
 }
 
+// A TCP listener on a free loopback port that resets every connection it accepts: the calls a
+// test starts "before the daemon listens" have provably tried and failed once when
+// AwaitAttempt returns true (a condition to wait for, instead of a fixed sleep). Close() frees
+// the port for the real server (no TIME_WAIT: the resets use SO_LINGER 0).
+class ResettingListener {
+ public:
+  explicit ResettingListener(int port = 0) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    socklen_t len = sizeof(a);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ADD_FAILURE() << "loopback listener: " << std::strerror(errno);
+    }
+    port_ = ntohs(a.sin_port);
+  }
+  ~ResettingListener() { Close(); }
+  int port() const { return port_; }
+  bool AwaitAttempt(int timeout_ms = 20000) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) return false;
+    const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return false;
+    const linger reset{1, 0};
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(c);
+    return true;
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 TEST(Mechanics, SyncAndAsyncUnary) {
   TestServer server("127.0.0.1:0");
   auto c = Connect({server.address()});
@@ -248,8 +295,8 @@ TEST(Mechanics, NoRetryOnceTheRequestReachedADaemon) {
 }
 
 TEST(Mechanics, RetriesWhenNoDaemonWasReachable) {
-  const int port = FreePort();
-  const std::string address = "127.0.0.1:" + std::to_string(port);
+  ResettingListener nobody;
+  const std::string address = "127.0.0.1:" + std::to_string(nobody.port());
   ClientOptions o;
   o.targets = {address};
   o.max_attempts = 40;
@@ -263,7 +310,8 @@ TEST(Mechanics, RetriesWhenNoDaemonWasReachable) {
   });
   c->HashAsync({Algorithm::kSha3_256, "cd", 0},
                [&](absl::StatusOr<HashResult> r) { async_result.set_value(std::move(r)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(nobody.AwaitAttempt()) << "the calls never tried to connect";
+  nobody.Close();
   TestServer server(address);
   auto s = sync_result.get();
   ASSERT_TRUE(s.ok()) << s.status();
@@ -604,6 +652,8 @@ TEST(Mechanics, BatchingClientRetriesWhenNoDaemonWasReachable) {
     EXPECT_EQ(c->Hash({Algorithm::kSha3_256, "x", 0}).status().code(),
               absl::StatusCode::kUnavailable);
   }
+  // From here the port resets connections until the calls below have tried it once.
+  ResettingListener nobody(port);
   auto c = ConnectBatching({address}, {}, /*max_attempts=*/40);
   Completions done;
   auto sync_result = std::async(std::launch::async, [&] {
@@ -612,7 +662,8 @@ TEST(Mechanics, BatchingClientRetriesWhenNoDaemonWasReachable) {
   c->HashAsync({Algorithm::kSha3_256, "cd", 0}, done.Track("cd"));
   c->HashAsync({Algorithm::kSha3_256, "wfr", 0}, done.Track("wfr"),
                {.timeout = absl::Seconds(20), .wait_for_ready = true});
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(nobody.AwaitAttempt()) << "the calls never tried to connect";
+  nobody.Close();
   TestServer server(address);
   auto s = sync_result.get();
   ASSERT_TRUE(s.ok()) << s.status();

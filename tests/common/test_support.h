@@ -1,11 +1,13 @@
 // Helpers shared by the tests: where the official vectors are, JSON loading, hex.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -20,6 +22,32 @@
   } while (0)
 
 namespace pqcd::testing {
+
+// Polls `done` every `every` until it holds or `timeout` passes; returns how long that took, or
+// -1 ms if it never held. Tests wait for a condition this way, with a generous
+// deadline, never by sleeping a fixed time and then asserting.
+template <typename F>
+std::chrono::milliseconds TimeUntil(
+    F done, std::chrono::milliseconds timeout,
+    std::chrono::milliseconds every = std::chrono::milliseconds(50)) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto since = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  };
+  while (since() < timeout) {
+    if (done()) return since();
+    std::this_thread::sleep_for(every);
+  }
+  return done() ? since() : std::chrono::milliseconds(-1);
+}
+
+// Whether `done` came to hold within `timeout` (polled as TimeUntil does).
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                std::chrono::milliseconds every = std::chrono::milliseconds(50)) {
+  return TimeUntil(done, timeout, every).count() >= 0;
+}
 
 // The vectors folder: $PQCD_VECTORS_DIR if set, else tests/vectors in this repository.
 std::filesystem::path VectorsDir();

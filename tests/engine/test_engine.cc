@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "gtest/gtest.h"
 #include "pqcd/kernels/hash.h"
 
@@ -394,13 +395,10 @@ class FakeIo final : public WorkerIo {
   std::atomic<int> wakes_{0};
 };
 
+// Engine conditions are cheap to test: poll them every millisecond.
 template <class Cond>
 bool Eventually(Cond cond) {
-  for (int i = 0; i < 20000; ++i) {  // up to ~20 s
-    if (cond()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return cond();
+  return pqcd::testing::Eventually(cond, 20s, 1ms);
 }
 
 // Calls that arrive together on a worker run there, as one burst (the SIMD lanes are shared

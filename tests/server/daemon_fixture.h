@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "grpcpp/grpcpp.h"
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqc/v1/keys.grpc.pb.h"
@@ -95,18 +96,6 @@ std::string HttpGet(int port, const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Value of a sample line "name{labels} value" ("name value" when labels empty); -1 if absent.
 double MetricValue(const std::string& text, const std::string& name_and_labels);
-
-// Polls `done` every 100 ms until it holds or `timeout` passes; returns whether it held (tests
-// wait for a condition this way, with a generous deadline, instead of sleeping and asserting).
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
 
 // The resident set of process `pid` in KiB (VmRSS), -1 if unreadable.
 long RssKiB(pid_t pid);

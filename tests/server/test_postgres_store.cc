@@ -181,19 +181,6 @@ grpc::Status GetKey(const Daemon& d, const std::string& id, uint32_t version, Ke
   return d.Keys()->GetPublicKey(Ctx().get(), g, out);
 }
 
-// Polls pred until it holds or the deadline passes; returns the time it took (or -1 s).
-template <typename Pred>
-std::chrono::milliseconds WaitFor(Pred pred, std::chrono::milliseconds limit) {
-  const auto start = Clock::now();
-  while (Clock::now() - start < limit) {
-    if (pred()) {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return std::chrono::milliseconds(-1000);
-}
-
 // grpc.health.v1 Check of one service name: "SERVING", "NOT_SERVING", or an error text.
 std::string DaemonHealth(const Daemon& d, const std::string& service) {
   grpc::ClientContext ctx;
@@ -235,7 +222,7 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
   // Create on A, use on B.
   KeyGenResponse created;
   ASSERT_TRUE(KeyGenHeld(a, "shared", ML_DSA_44, &created).ok());
-  auto t = WaitFor([&] { return SignWith(b, "shared", 0).ok(); }, kBound);
+  auto t = TimeUntil([&] { return SignWith(b, "shared", 0).ok(); }, kBound);
   ASSERT_GE(t.count(), 0) << "B did not see the key created on A within the bound\n" << b.log();
   SignResponse sig;
   ASSERT_TRUE(SignWith(b, "shared", 0, &sig).ok());
@@ -243,7 +230,7 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
   EXPECT_TRUE(VerifyWith(a, "shared", 1, sig.signature()));
   // An SLH-DSA key travels the same way (each replica makes its own prepared form).
   ASSERT_TRUE(KeyGenHeld(a, "shared-slh", SLH_DSA_SHAKE_128F).ok());
-  t = WaitFor([&] { return SignWith(b, "shared-slh", 0).ok(); }, kBound);
+  t = TimeUntil([&] { return SignWith(b, "shared-slh", 0).ok(); }, kBound);
   ASSERT_GE(t.count(), 0) << "B did not see the SLH-DSA key created on A\n" << b.log();
   SignResponse slh;
   ASSERT_TRUE(SignWith(b, "shared-slh", 0, &slh).ok());
@@ -256,7 +243,7 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
   KeyInfo v2;
   ASSERT_TRUE(a.Keys()->Rotate(Ctx().get(), rr, &v2).ok());
   ASSERT_EQ(v2.version(), 2u);
-  t = WaitFor(
+  t = TimeUntil(
       [&] {
         SignResponse s;
         return SignWith(b, "shared", 0, &s).ok() && s.key_version() == 2;
@@ -275,7 +262,7 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
   DeleteKeyResponse deleted;
   ASSERT_TRUE(a.Keys()->Delete(Ctx().get(), del, &deleted).ok());
   EXPECT_EQ(deleted.deleted_versions(), 2u);
-  t = WaitFor([&] { return SignWith(b, "shared", 0).error_code() == grpc::NOT_FOUND; }, kBound);
+  t = TimeUntil([&] { return SignWith(b, "shared", 0).error_code() == grpc::NOT_FOUND; }, kBound);
   EXPECT_GE(t.count(), 0) << "B still used the deleted key after the bound";
   EXPECT_EQ(SignWith(b, "shared", 1).error_code(), grpc::NOT_FOUND);
   EXPECT_GE(Metric(b, "pqcd_key_store_syncs_total"), 3);
@@ -297,7 +284,7 @@ TEST_F(PostgresStore, ReplicasShareCreateRotateDeleteWithinTheBound) {
     const std::string winner_pk = sa.ok() ? ra.public_key() : rb.public_key();
     KeyInfo ka, kb;
     ASSERT_TRUE(GetKey(a, id, 0, &ka).ok());
-    ASSERT_GE(WaitFor([&] { return GetKey(b, id, 0, &kb).ok(); }, kBound).count(), 0);
+    ASSERT_GE(TimeUntil([&] { return GetKey(b, id, 0, &kb).ok(); }, kBound).count(), 0);
     EXPECT_EQ(ka.public_key(), winner_pk);
     EXPECT_EQ(kb.public_key(), winner_pk);
   }
@@ -399,8 +386,8 @@ TEST_F(PostgresStore, ADatabaseRolledBackIsRefusedByRunningReplicas) {
       "NOTIFY pqcd_keys");
   // A refuses the older manifest: it never serves "old" again, and once the staleness limit
   // passes without an acceptable synchronization it stops serving held keys at all.
-  EXPECT_GE(WaitFor([&] { return SignWith(a, "new", 0).error_code() == grpc::UNAVAILABLE; },
-                    std::chrono::seconds(8))
+  EXPECT_GE(TimeUntil([&] { return SignWith(a, "new", 0).error_code() == grpc::UNAVAILABLE; },
+                      std::chrono::seconds(8))
                 .count(),
             0);
   EXPECT_NE(SignWith(a, "old", 0).error_code(), grpc::OK);
@@ -413,7 +400,7 @@ TEST_F(PostgresStore, DatabaseRestartUnderLoad) {
   ASSERT_TRUE(a.Start(ReplicaArgs({"--key-store-max-staleness", "60"})));
   ASSERT_TRUE(b.Start(ReplicaArgs({"--key-store-max-staleness", "60"})));
   ASSERT_TRUE(KeyGenHeld(a, "busy", ML_DSA_44).ok());
-  ASSERT_GE(WaitFor([&] { return SignWith(b, "busy", 0).ok(); }, kBound).count(), 0);
+  ASSERT_GE(TimeUntil([&] { return SignWith(b, "busy", 0).ok(); }, kBound).count(), 0);
 
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
@@ -430,12 +417,12 @@ TEST_F(PostgresStore, DatabaseRestartUnderLoad) {
   });
   // The load is running (some signatures done) before the database goes.
   // (EXPECT: the load thread must be stopped and joined below whatever happens.)
-  EXPECT_GE(WaitFor([&] { return ok.load() >= 10; }, std::chrono::seconds(30)).count(), 0)
+  EXPECT_GE(TimeUntil([&] { return ok.load() >= 10; }, std::chrono::seconds(30)).count(), 0)
       << "no signature succeeded before the restart";
   pg_->Stop();
   const int before = ok.load();
   // Cached keys go on; changes fail cleanly with UNAVAILABLE; the metrics say the store is down.
-  EXPECT_GE(WaitFor([&] { return Metric(b, "pqcd_key_store_up") == 0; }, std::chrono::seconds(10))
+  EXPECT_GE(TimeUntil([&] { return Metric(b, "pqcd_key_store_up") == 0; }, std::chrono::seconds(10))
                 .count(),
             0);
   EXPECT_EQ(KeyGenHeld(a, "during-outage", ML_DSA_44).error_code(), grpc::UNAVAILABLE);
@@ -443,21 +430,21 @@ TEST_F(PostgresStore, DatabaseRestartUnderLoad) {
   rr.set_key_id("busy");
   KeyInfo rotated;
   EXPECT_EQ(a.Keys()->Rotate(Ctx().get(), rr, &rotated).error_code(), grpc::UNAVAILABLE);
-  EXPECT_GE(WaitFor([&] { return ok.load() > before; }, std::chrono::seconds(10)).count(), 0)
+  EXPECT_GE(TimeUntil([&] { return ok.load() > before; }, std::chrono::seconds(10)).count(), 0)
       << "uses of a cached key stopped while the database was down";
   EXPECT_EQ(DaemonHealth(b, "pqc.v1.Keys"), "SERVING");
 
   pg_->Start();
   // Reconnection with backoff (at most 5 s between attempts).
-  EXPECT_GE(WaitFor([&] { return Metric(b, "pqcd_key_store_up") == 1; }, std::chrono::seconds(15))
+  EXPECT_GE(TimeUntil([&] { return Metric(b, "pqcd_key_store_up") == 1; }, std::chrono::seconds(15))
                 .count(),
             0)
       << b.log();
-  ASSERT_GE(WaitFor([&] { return KeyGenHeld(a, "after-outage", ML_DSA_44).ok(); },
-                    std::chrono::seconds(15))
+  ASSERT_GE(TimeUntil([&] { return KeyGenHeld(a, "after-outage", ML_DSA_44).ok(); },
+                      std::chrono::seconds(15))
                 .count(),
             0);
-  EXPECT_GE(WaitFor([&] { return SignWith(b, "after-outage", 0).ok(); }, kBound).count(), 0);
+  EXPECT_GE(TimeUntil([&] { return SignWith(b, "after-outage", 0).ok(); }, kBound).count(), 0);
   stop.store(true);
   load.join();
   EXPECT_EQ(failed.load(), 0) << first_error;
@@ -472,22 +459,23 @@ TEST_F(PostgresStore, StalenessLimitStopsUsesAndReadiness) {
   ASSERT_TRUE(KeyGenHeld(a, "k", ML_DSA_44).ok());
   ASSERT_TRUE(SignWith(a, "k", 0).ok());
   pg_->Stop();
-  EXPECT_GE(WaitFor([&] { return SignWith(a, "k", 0).error_code() == grpc::UNAVAILABLE; },
-                    std::chrono::seconds(5))
+  EXPECT_GE(TimeUntil([&] { return SignWith(a, "k", 0).error_code() == grpc::UNAVAILABLE; },
+                      std::chrono::seconds(5))
                 .count(),
             0);
-  EXPECT_GE(WaitFor([&] { return DaemonHealth(a, "pqc.v1.Keys") == "NOT_SERVING"; },
-                    std::chrono::seconds(8))
+  EXPECT_GE(TimeUntil([&] { return DaemonHealth(a, "pqc.v1.Keys") == "NOT_SERVING"; },
+                      std::chrono::seconds(8))
                 .count(),
             0);
   EXPECT_EQ(DaemonHealth(a, ""), "SERVING");  // the rest of the daemon goes on
   EXPECT_EQ(Metric(a, "pqcd_key_store_serving"), 0);
   pg_->Start();
-  EXPECT_GE(WaitFor([&] { return SignWith(a, "k", 0).ok(); }, std::chrono::seconds(15)).count(), 0);
-  EXPECT_GE(
-      WaitFor([&] { return DaemonHealth(a, "pqc.v1.Keys") == "SERVING"; }, std::chrono::seconds(5))
-          .count(),
-      0);
+  EXPECT_GE(TimeUntil([&] { return SignWith(a, "k", 0).ok(); }, std::chrono::seconds(15)).count(),
+            0);
+  EXPECT_GE(TimeUntil([&] { return DaemonHealth(a, "pqc.v1.Keys") == "SERVING"; },
+                      std::chrono::seconds(5))
+                .count(),
+            0);
 }
 
 TEST_F(PostgresStore, KillDuringWritesLeavesNothingHalfWritten) {
@@ -511,7 +499,7 @@ TEST_F(PostgresStore, KillDuringWritesLeavesNothingHalfWritten) {
       }
     });
   }
-  ASSERT_GE(WaitFor(
+  ASSERT_GE(TimeUntil(
                 [&] {
                   std::lock_guard lock(mu);
                   return acknowledged.size() >= 20;

@@ -315,8 +315,26 @@ TEST_F(StreamTest, AClientThatStopsReadingPinsBoundedMemory) {
       written.fetch_add(20);
     }
   });
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  const double ran = Metric(*daemon_, "pqcd_jobs_total{outcome=\"done\"}") - done_before;
+  // Wait until the daemon has stopped taking this stream's work (it must stop reading once its
+  // answers back up): the answers computed and the items written stay the same for a second.
+  double ran = -1;
+  int seen_written = -1;
+  auto steady_since = std::chrono::steady_clock::now();
+  const bool settled = Eventually(
+      [&] {
+        const double now_ran = Metric(*daemon_, "pqcd_jobs_total{outcome=\"done\"}") - done_before;
+        const int now_written = written.load();
+        const auto now = std::chrono::steady_clock::now();
+        if (now_ran != ran || now_written != seen_written) {
+          ran = now_ran;
+          seen_written = now_written;
+          steady_since = now;
+          return false;
+        }
+        return now - steady_since >= std::chrono::seconds(1);
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(100));
+  EXPECT_TRUE(settled) << "the daemon never stopped: " << ran << " computed";
   const long rss = RssKiB(daemon_->pid());
   std::printf("[stream] client not reading: %d items written, %.0f computed, RSS %ld -> %ld KiB\n",
               written.load(), ran, rss_before, rss);
