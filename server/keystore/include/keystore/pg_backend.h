@@ -1,7 +1,8 @@
 // The PostgreSQL side of the key store (--key-store postgres://...): the schema and its
 // migrations, the sealed manifest row, the sealed record rows, and change notifications. The
-// in-memory cache and the rules (versions, owners, quotas) stay in KeyStore (key_store.cc); this
-// class only moves sealed bytes in and out of the database. See docs/key-store-postgres.md.
+// in-memory cache and the rules (versions, owners, quotas) stay in KeyStore (key_store.cc), which
+// drives this class through its PostgreSQL KeyBackend (postgres_key_backend.cc); this class only
+// moves sealed bytes in and out of the database. See docs/key-store-postgres.md.
 //
 // Schema (version 2; pqcd_schema_migrations lists the applied versions):
 //   pqcd_manifest(id = 1, counter bigint, sealed bytea, updated_at)   exactly one row: the root
