@@ -8,12 +8,18 @@
 //  - the single keys/MANIFEST (every owner in one file): converted into per-owner
 //    MANIFEST.<owner tag> files, then removed. While it exists it is the manifest, and per-owner
 //    files beside it are the leftovers of a conversion cut short (rewritten or removed).
-// The PostgreSQL schema's migrations are PgBackend's (pg_backend.cc).
+//  - the PostgreSQL schema (PgBackend::Migrate, at every PgBackend::Open): versions listed in
+//    pqcd_schema_migrations, applied under an advisory lock; schema 1's single manifest row is
+//    split into owner rows and a root (SplitManifestByOwner).
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "file_key_backend.h"
+#include "keystore/pg_backend.h"
+#include "spdlog/spdlog.h"
 
 namespace pqcd::server::internal {
 
@@ -89,6 +95,129 @@ absl::Status FileKeyBackend::MigrateLegacy(
 // files of owners it does not list.
 absl::Status FileKeyBackend::ConvertSingleManifest(const Manifest& manifest) {
   return WriteAllManifests(manifest);
+}
+
+// --- The PostgreSQL schema.
+
+namespace {
+
+// Each entry migrates the schema from version i to i + 1 (index i), inside one transaction.
+// Append only: a released migration is never edited.
+const char* const kMigrations[] = {
+    // 0 -> 1: the manifest row and the record rows.
+    R"sql(
+CREATE TABLE pqcd_manifest (
+  id smallint PRIMARY KEY CHECK (id = 1),
+  counter bigint NOT NULL CHECK (counter >= 0),
+  sealed bytea NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE pqcd_records (
+  owner text NOT NULL,
+  key_id text NOT NULL,
+  version integer NOT NULL CHECK (version > 0),
+  uid bytea NOT NULL,
+  sealed bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (owner, key_id, version)
+);
+)sql",
+    // 1 -> 2: one manifest row per owner beside the root (the data is moved by
+    // SplitManifestByOwner in the same transaction: it needs the KEK).
+    R"sql(
+CREATE TABLE pqcd_manifest_owners (
+  owner text PRIMARY KEY,
+  counter bigint NOT NULL CHECK (counter > 0),
+  sealed bytea NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+)sql",
+};
+static_assert(std::size(kMigrations) == kPgSchemaVersion);
+
+// pg_advisory_xact_lock key for schema migrations (an arbitrary constant: "pqcd" in ASCII).
+constexpr char kMigrationLock[] = "1885430628";
+
+}  // namespace
+
+absl::Status PgBackend::Migrate() {
+  if (auto r = Exec("BEGIN"); !r.ok()) return r.status();
+  in_tx_ = true;
+  auto fail = [&](absl::Status st) {
+    Rollback();
+    return st;
+  };
+  if (auto r = Exec(absl::StrCat("SELECT pg_advisory_xact_lock(", kMigrationLock, ")")); !r.ok()) {
+    return fail(r.status());
+  }
+  if (auto r =
+          Exec("CREATE TABLE IF NOT EXISTS pqcd_schema_migrations (version integer PRIMARY KEY, "
+               "applied_at timestamptz NOT NULL DEFAULT now())");
+      !r.ok()) {
+    return fail(r.status());
+  }
+  auto cur = Exec("SELECT coalesce(max(version), 0)::int8 FROM pqcd_schema_migrations");
+  if (!cur.ok()) return fail(cur.status());
+  const int64_t have = cur->Int(0, 0);
+  if (have > kPgSchemaVersion) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        "the key store database has schema version ", have, ", newer than this pqcd knows (",
+        kPgSchemaVersion, "): a newer pqcd migrated it; run that version")));
+  }
+  for (int64_t v = have; v < kPgSchemaVersion; ++v) {
+    if (auto st = write_->ExecScript(kMigrations[v]); !st.ok()) return fail(st);
+    if (v + 1 == 2) {
+      if (auto st = SplitManifestByOwner(); !st.ok()) return fail(st);
+    }
+    if (auto r = Exec("INSERT INTO pqcd_schema_migrations (version) VALUES ($1::int4)",
+                      {PgParam::Int(v + 1)});
+        !r.ok()) {
+      return fail(r.status());
+    }
+    spdlog::info("key store: database schema migrated to version {}", v + 1);
+  }
+  auto r = Exec("COMMIT");
+  in_tx_ = false;
+  return r.status();
+}
+
+absl::Status PgBackend::SplitManifestByOwner() {
+  auto r = Exec("SELECT counter, sealed FROM pqcd_manifest WHERE id = 1 FOR UPDATE");
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return absl::OkStatus();  // a new database: EnsureManifestRow makes a root
+  const uint64_t column = static_cast<uint64_t>(r->Int(0, 0));
+  auto plain = OpenSealedRow(sealer_, kManifestMagic, r->Bytes(0, 1), "manifest (schema 1)");
+  if (!plain.ok()) return plain.status();
+  Manifest m;
+  if (!DecodeManifestPayload(plain->data(), plain->size(), &m) || m.counter != column ||
+      (m.counter == 0 && !m.keys.empty())) {
+    return absl::DataLossError("the key store database's manifest (schema 1) is malformed");
+  }
+  ManifestRoot root;
+  root.counter = m.counter;
+  const std::map<std::string, Manifest> by_owner = SplitByOwner(std::move(m));
+  for (const auto& [owner, part] : by_owner) {
+    auto sealed = sealer_.SealBlob(kManifestShardMagic, EncodeManifestShard(owner, part));
+    if (!sealed.ok()) return sealed.status();
+    if (auto w = Exec("INSERT INTO pqcd_manifest_owners (owner, counter, sealed) "
+                      "VALUES ($1, $2::int8, $3)",
+                      {PgParam::Text(owner), PgParam::Int(static_cast<int64_t>(root.counter)),
+                       PgParam::Bytes(sealed->data(), sealed->size())});
+        !w.ok()) {
+      return w.status();
+    }
+    root.owners[owner] = root.counter;
+  }
+  auto sealed = sealer_.SealBlob(kManifestRootMagic, EncodeManifestRoot(root));
+  if (!sealed.ok()) return sealed.status();
+  if (auto w = Exec("UPDATE pqcd_manifest SET sealed = $1, updated_at = now() WHERE id = 1",
+                    {PgParam::Bytes(sealed->data(), sealed->size())});
+      !w.ok()) {
+    return w.status();
+  }
+  spdlog::info("key store: the database's manifest was split into {} owner row(s)",
+               by_owner.size());
+  return absl::OkStatus();
 }
 
 }  // namespace pqcd::server::internal

@@ -1,8 +1,9 @@
 // The PostgreSQL side of the key store (--key-store postgres://...): the schema and its
-// migrations, the sealed manifest row, the sealed record rows, and change notifications. The
-// in-memory cache and the rules (versions, owners, quotas) stay in KeyStore (key_store.cc), which
-// drives this class through its PostgreSQL KeyBackend (postgres_key_backend.cc); this class only
-// moves sealed bytes in and out of the database. See docs/key-store-postgres.md.
+// migrations (their SQL and code are in migration.cc), the sealed manifest row, the sealed record
+// rows, and change notifications. The in-memory cache and the rules (versions, owners, quotas) stay
+// in KeyStore (key_store.cc), which drives this class through its PostgreSQL KeyBackend
+// (postgres_key_backend.cc); this class only moves sealed bytes in and out of the database. See
+// docs/key-store-postgres.md.
 //
 // Schema (version 2; pqcd_schema_migrations lists the applied versions):
 //   pqcd_manifest(id = 1, counter bigint, sealed bytea, updated_at)   exactly one row: the root
@@ -48,6 +49,12 @@ struct PgRecordRow {
   std::string uid;
   std::string sealed;
 };
+
+// Opens a sealed blob read from the database; `what` names it in errors (FAILED_PRECONDITION
+// under another KEK, DATA_LOSS when it does not authenticate).
+absl::StatusOr<std::vector<uint8_t>> OpenSealedRow(const RecordSealer& sealer, const char magic[4],
+                                                   const std::string& sealed,
+                                                   const std::string& what);
 
 class PgBackend {
  public:
@@ -97,7 +104,7 @@ class PgBackend {
  private:
   PgBackend(std::string dsn, const RecordSealer& sealer);
   absl::Status EnsureWriteConn();
-  absl::Status Migrate();
+  absl::Status Migrate();  // migration.cc, with SplitManifestByOwner
   absl::Status EnsureManifestRow();
   // Schema 1 -> 2 (inside Migrate's transaction): the one manifest row becomes owner rows and a
   // root.
