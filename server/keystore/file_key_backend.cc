@@ -271,7 +271,7 @@ absl::StatusOr<std::unique_ptr<FileKeyBackend>> FileKeyBackend::Open(const KeySt
   if (auto st = b->ReadManifests(scan, options.kek_file); !st.ok()) return st;
   if (auto st = b->CheckJournal(scan, options, rotate_to); !st.ok()) return st;
   if (auto st = b->LoadRecordFiles(scan, rep); !st.ok()) return st;
-  const auto owner_of = [&](const std::string& owner) {
+  const OwnerMap owner_of = [&](const std::string& owner) {
     return options.migrate_owner ? options.migrate_owner(owner) : owner;
   };
   scan.legacy_to_remove = scan.legacy_marker_names;
@@ -498,9 +498,8 @@ absl::Status FileKeyBackend::LoadRecordFiles(FileScan& scan, LoadReport& rep) {
 }
 
 // With a manifest: the records it lists are accepted, others reported (left in place).
-absl::Status FileKeyBackend::AcceptListed(
-    FileScan& scan, LoadReport& rep,
-    const std::function<std::string(const std::string&)>& owner_of) {
+absl::Status FileKeyBackend::AcceptListed(FileScan& scan, LoadReport& rep,
+                                          const OwnerMap& owner_of) {
   if (!single_manifest_) {
     // Every owner with records has its manifest file: one that went missing is restored, not
     // taken for "this owner holds nothing".
@@ -532,8 +531,7 @@ absl::Status FileKeyBackend::AcceptListed(
                                 "copy restored from a backup?)");
       continue;
     }
-    scan.accepted.emplace_back(&l, m.uid);
-    scan.current_ids.emplace(m.owner, m.key_id, m.version);
+    scan.Accept(l);
   }
   for (FileScan::Loaded& l : scan.legacy) {
     const RecordMeta& m = l.rec.meta;

@@ -65,6 +65,9 @@ absl::StatusOr<std::vector<uint8_t>> ReadRecordFile(int dir_fd, const std::strin
 absl::Status WriteFileAtomic(int dir_fd, const std::string& dir, const std::string& final_name,
                              const std::vector<uint8_t>& bytes, bool replace);
 
+// migrate_owner, or the identity when there is none.
+using OwnerMap = std::function<std::string(const std::string&)>;
+
 // What Open found in keys/, step by step.
 struct FileScan {
   struct Loaded {
@@ -87,6 +90,11 @@ struct FileScan {
   std::vector<Loaded*> to_migrate;
   std::vector<std::string> legacy_to_remove;
   std::set<Triple> current_ids;  // accepted new-form records
+
+  void Accept(Loaded& l) {
+    accepted.emplace_back(&l, l.rec.meta.uid);
+    current_ids.emplace(l.rec.meta.owner, l.rec.meta.key_id, l.rec.meta.version);
+  }
 };
 
 class FileKeyBackend final : public SealedKeyBackend {
@@ -133,16 +141,13 @@ class FileKeyBackend final : public SealedKeyBackend {
   absl::Status CheckJournal(const FileScan& scan, const KeyStoreOptions& options,
                             const std::string* rotate_to);  // kek_rotation.cc
   absl::Status LoadRecordFiles(FileScan& scan, LoadReport& rep);
-  absl::Status AcceptListed(FileScan& scan, LoadReport& rep,
-                            const std::function<std::string(const std::string&)>& owner_of);
+  absl::Status AcceptListed(FileScan& scan, LoadReport& rep, const OwnerMap& owner_of);
   absl::Status LoadAccepted(FileScan& scan, LoadReport& rep);
   absl::Status FinishListed(FileScan& scan, LoadReport& rep);
   // migration.cc: the directory has no manifest (legacy or new): what to migrate; re-sealing the
   // legacy records and writing the first manifest; the single MANIFEST into per-owner files.
-  absl::Status SelectForMigration(FileScan& scan, LoadReport& rep,
-                                  const std::function<std::string(const std::string&)>& owner_of);
-  absl::Status MigrateLegacy(FileScan& scan, LoadReport& rep,
-                             const std::function<std::string(const std::string&)>& owner_of);
+  absl::Status SelectForMigration(FileScan& scan, LoadReport& rep, const OwnerMap& owner_of);
+  absl::Status MigrateLegacy(FileScan& scan, LoadReport& rep, const OwnerMap& owner_of);
   absl::Status ConvertSingleManifest(const Manifest& manifest);
 
   std::string keys_dir_;  // for messages

@@ -38,8 +38,8 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
   auto dst = Open(target);
   if (!dst.ok()) return dst.status();
   const internal::KeyCache& s = (*src)->impl_->cache;
-  internal::KeyCache& d = (*dst)->impl_->cache;
-  KeyBackend& backend = *(*dst)->impl_->backend;
+  Impl& target_impl = *(*dst)->impl_;
+  internal::KeyCache& d = target_impl.cache;
   std::vector<internal::KeyEntry> entries;
   {
     std::shared_lock lock(s.mu);
@@ -47,9 +47,8 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
   }
   for (const internal::KeyEntry& e : entries) {
     const internal::KeyName id{e.owner, e.key_id};
-    std::lock_guard write_lock(d.write_mu);
-    if (auto st = backend.BeginChange(); !st.ok()) return st;
-    Impl::ChangeGuard change{backend};
+    Impl::Change change(target_impl);
+    if (auto st = change.Begin(); !st.ok()) return st;
     {
       std::shared_lock lock(d.mu);
       auto it = d.keys.find(id);
@@ -64,7 +63,7 @@ absl::Status KeyStore::ImportFileStore(const KeyStoreOptions& from, const KeySto
         continue;
       }
     }
-    if (auto st = backend.PutKey(e); !st.ok()) return st;
+    if (auto st = target_impl.backend->PutKey(e); !st.ok()) return st;
     if (auto st = change.Commit(); !st.ok()) return st;
     {
       std::unique_lock lock(d.mu);

@@ -149,7 +149,8 @@ absl::StatusOr<const KeyRecord*> KeyStore::Impl::FindForUse(const std::string& o
   return &v->second;
 }
 
-absl::Status KeyStore::Impl::AddPrepared(KeyRecord& rec, SecretBytes private_key) {
+absl::Status KeyStore::Impl::AddNewVersion(KeyRecord& rec, SecretBytes private_key,
+                                           Change& change) {
   if (!private_key.locked()) {
     memlock_refusals.fetch_add(1, std::memory_order_relaxed);
     return NotLocked();
@@ -158,6 +159,11 @@ absl::Status KeyStore::Impl::AddPrepared(KeyRecord& rec, SecretBytes private_key
   rec.private_key = std::make_shared<const SecretBytes>(std::move(private_key));
   if (auto st = cache.Prepare(rec); !st.ok()) return st;
   if (auto st = RoomForVersionBytes(rec.owner, rec); !st.ok()) return st;
+  auto uid = backend->AddVersion(rec);
+  if (!uid.ok()) return uid.status();
+  if (auto st = change.Commit(); !st.ok()) return st;
+  std::unique_lock lock(cache.mu);
+  cache.Insert(rec, std::move(*uid));  // AddVersion: the key is still there (write_mu is held)
   return absl::OkStatus();
 }
 
@@ -209,9 +215,8 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
   if (private_key.empty()) return absl::InvalidArgumentError("private key is empty");
   Impl& impl = *impl_;
   internal::KeyCache& cache = impl.cache;
-  std::lock_guard write_lock(cache.write_mu);
-  if (auto st = impl.backend->BeginChange(); !st.ok()) return st;
-  Impl::ChangeGuard change{*impl.backend};
+  Impl::Change change(impl);
+  if (auto st = change.Begin(); !st.ok()) return st;
   {
     std::shared_lock lock(cache.mu);
     if (cache.keys.contains({owner, key_id})) {
@@ -233,12 +238,7 @@ absl::StatusOr<KeyRecord> KeyStore::Create(const std::string& owner, const std::
   rec.labels = std::move(labels);
   rec.owner = owner;
   rec.public_key = std::move(public_key);
-  if (auto st = impl.AddPrepared(rec, std::move(private_key)); !st.ok()) return st;
-  auto uid = impl.backend->AddVersion(rec);
-  if (!uid.ok()) return uid.status();
-  if (auto st = change.Commit(); !st.ok()) return st;
-  std::unique_lock lock(cache.mu);
-  cache.Insert(rec, std::move(*uid));
+  if (auto st = impl.AddNewVersion(rec, std::move(private_key), change); !st.ok()) return st;
   return rec;
 }
 
@@ -248,9 +248,8 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   internal::KeyCache& cache = impl.cache;
-  std::lock_guard write_lock(cache.write_mu);
-  if (auto st = impl.backend->BeginChange(); !st.ok()) return st;
-  Impl::ChangeGuard change{*impl.backend};
+  Impl::Change change(impl);
+  if (auto st = change.Begin(); !st.ok()) return st;
   KeyRecord rec;
   {
     std::shared_lock lock(cache.mu);
@@ -266,12 +265,7 @@ absl::StatusOr<KeyRecord> KeyStore::AddVersion(const std::string& owner, const s
   }
   if (private_key.empty()) return absl::InvalidArgumentError("private key is empty");
   rec.public_key = std::move(public_key);
-  if (auto st = impl.AddPrepared(rec, std::move(private_key)); !st.ok()) return st;
-  auto uid = impl.backend->AddVersion(rec);
-  if (!uid.ok()) return uid.status();
-  if (auto st = change.Commit(); !st.ok()) return st;
-  std::unique_lock lock(cache.mu);
-  cache.Insert(rec, std::move(*uid));  // the key is still present: changes hold write_mu
+  if (auto st = impl.AddNewVersion(rec, std::move(private_key), change); !st.ok()) return st;
   return rec;
 }
 
@@ -327,9 +321,8 @@ absl::StatusOr<uint32_t> KeyStore::Delete(const std::string& owner, const std::s
   if (auto st = ValidateKeyId(key_id); !st.ok()) return st;
   Impl& impl = *impl_;
   internal::KeyCache& cache = impl.cache;
-  std::lock_guard write_lock(cache.write_mu);
-  if (auto st = impl.backend->BeginChange(); !st.ok()) return st;
-  Impl::ChangeGuard change{*impl.backend};
+  Impl::Change change(impl);
+  if (auto st = change.Begin(); !st.ok()) return st;
   const KeyName id{owner, key_id};
   std::vector<uint32_t> targets;
   {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -31,18 +32,30 @@ struct KeyStore::Impl {
   std::atomic<uint64_t> memlock_refusals{0};
   mutable std::atomic<uint64_t> quota_refusals{0};  // counted by const checks too
 
-  // One change of the backend (write_mu held): rolled back unless committed.
-  struct ChangeGuard {
-    KeyBackend& backend;
-    bool committed = false;
-    absl::Status Commit() {
-      absl::Status st = backend.CommitChange();
-      committed = st.ok();
+  // One change: holds write_mu from construction; Begin starts the backend's change, which is
+  // rolled back at destruction unless committed.
+  class Change {
+   public:
+    explicit Change(Impl& impl) : backend_(*impl.backend), lock_(impl.cache.write_mu) {}
+    ~Change() {
+      if (begun_ && !committed_) backend_.AbortChange();
+    }
+    absl::Status Begin() {
+      absl::Status st = backend_.BeginChange();
+      begun_ = st.ok();
       return st;
     }
-    ~ChangeGuard() {
-      if (!committed) backend.AbortChange();
+    absl::Status Commit() {
+      absl::Status st = backend_.CommitChange();
+      committed_ = st.ok();
+      return st;
     }
+
+   private:
+    KeyBackend& backend_;
+    std::unique_lock<std::mutex> lock_;
+    bool begun_ = false;
+    bool committed_ = false;
   };
 
   // Whether e may take one more version (max_versions_per_key, version numbers left); a refusal
@@ -53,9 +66,11 @@ struct KeyStore::Impl {
   // labels, names) against max_plain_bytes_per_owner. The sums are taken over that owner's keys
   // only. A refusal is counted. Takes mu shared.
   absl::Status RoomForVersionBytes(const std::string& owner, const KeyRecord& rec) const;
-  // Gives rec (all but its key) private_key, refused unless it is locked in memory, its creation
-  // time and its prepared form, then checks owner's room for it (RoomForVersionBytes).
-  absl::Status AddPrepared(KeyRecord& rec, SecretBytes private_key);
+  // The end of Create and AddVersion (the change begun): gives rec (all but its
+  // key) private_key, refused unless it is locked in memory, its creation time and its prepared
+  // form; checks owner's room for it (RoomForVersionBytes); has the backend make it durable,
+  // commits the change and adds rec to the cache.
+  absl::Status AddNewVersion(KeyRecord& rec, SecretBytes private_key, Change& change);
   // The record of owner/key_id, version 0 = newest (mu held shared or exclusively by the caller):
   // NOT_FOUND, or the backend's refusal to serve (UNAVAILABLE while a PostgreSQL store is past
   // its staleness limit).

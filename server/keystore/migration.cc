@@ -25,9 +25,8 @@ namespace pqcd::server::internal {
 
 // Legacy (or new) directory: new-form files are accepted only as the leftovers of an
 // interrupted migration, i.e. next to their legacy form.
-absl::Status FileKeyBackend::SelectForMigration(
-    FileScan& scan, LoadReport& rep,
-    const std::function<std::string(const std::string&)>& owner_of) {
+absl::Status FileKeyBackend::SelectForMigration(FileScan& scan, LoadReport& rep,
+                                                const OwnerMap& owner_of) {
   std::set<FileScan::Triple> legacy_ids;
   for (const FileScan::Loaded& l : scan.legacy) {
     legacy_ids.emplace(owner_of(l.rec.meta.owner), l.rec.meta.key_id, l.rec.meta.version);
@@ -44,8 +43,7 @@ absl::Status FileKeyBackend::SelectForMigration(
       Unlisted(rep, l.name, "no manifest and no legacy form of this record");
       continue;
     }
-    scan.accepted.emplace_back(&l, m.uid);
-    scan.current_ids.emplace(m.owner, m.key_id, m.version);
+    scan.Accept(l);
   }
   for (FileScan::Loaded& l : scan.legacy) {
     const RecordMeta& m = l.rec.meta;
@@ -58,9 +56,8 @@ absl::Status FileKeyBackend::SelectForMigration(
 }
 
 // New-form records first, then the manifest; the caller then removes the old files.
-absl::Status FileKeyBackend::MigrateLegacy(
-    FileScan& scan, LoadReport& rep,
-    const std::function<std::string(const std::string&)>& owner_of) {
+absl::Status FileKeyBackend::MigrateLegacy(FileScan& scan, LoadReport& rep,
+                                           const OwnerMap& owner_of) {
   for (FileScan::Loaded* l : scan.to_migrate) {
     RecordMeta& m = l->rec.meta;
     const KeyName id{owner_of(m.owner), m.key_id};
