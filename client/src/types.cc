@@ -1,7 +1,6 @@
 #include "pqcd/client/types.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <utility>
 
@@ -13,33 +12,11 @@ namespace {
 
 using kernels::AlgorithmId;
 
-// Algorithm's values are the API's numbers, which the registry (kernels/include/pqcd/kernels/
-// algorithms.h) holds with every other fact of an algorithm: names, families and sizes come from
-// there (tests/client/test_types.cc checks each enumerator against it).
-// client::PreHash, pqc.v1.PreHash and kernels::PreHash have the same numbers.
-constexpr std::pair<PreHash, kernels::PreHash> kPreHashEnumerators[] = {
-    {PreHash::kNone, kernels::PreHash::kNone},
-    {PreHash::kSha2_224, kernels::PreHash::kSha2_224},
-    {PreHash::kSha2_256, kernels::PreHash::kSha2_256},
-    {PreHash::kSha2_384, kernels::PreHash::kSha2_384},
-    {PreHash::kSha2_512, kernels::PreHash::kSha2_512},
-    {PreHash::kSha2_512_224, kernels::PreHash::kSha2_512_224},
-    {PreHash::kSha2_512_256, kernels::PreHash::kSha2_512_256},
-    {PreHash::kSha3_224, kernels::PreHash::kSha3_224},
-    {PreHash::kSha3_256, kernels::PreHash::kSha3_256},
-    {PreHash::kSha3_384, kernels::PreHash::kSha3_384},
-    {PreHash::kSha3_512, kernels::PreHash::kSha3_512},
-    {PreHash::kShake128, kernels::PreHash::kShake128},
-    {PreHash::kShake256, kernels::PreHash::kShake256},
-};
-constexpr bool PreHashesAgree() {
-  for (const auto& [ours, kernel] : kPreHashEnumerators) {
-    if (static_cast<int>(ours) != static_cast<int>(kernel)) return false;
-  }
-  return std::size(kPreHashEnumerators) == kernels::kPreHashes.size() + 1;
-}
-static_assert(PreHashesAgree(), "client::PreHash and kernels::PreHash disagree");
-
+// Algorithm's and PreHash's enumerators are the proto's values (pqcd/client/api_enums.h,
+// generated); names, families and sizes come from the registry (kernels/include/pqcd/kernels/
+// algorithms.h), which holds every other fact of an algorithm under the same API numbers, and
+// kernels::PreHash has pqc.v1.PreHash's numbers. tests/client/test_types.cc walks the proto's
+// enums and fails when a value has no registry row or a row has no value.
 const kernels::AlgorithmFacts* FactsOf(Algorithm a) {
   return kernels::FindByApiValue(static_cast<int>(a));
 }
@@ -94,6 +71,19 @@ std::optional<PreHash> ParsePreHash(std::string_view name) {
   const std::optional<kernels::PreHash> ph = kernels::ParsePreHashName(name);
   if (!ph) return std::nullopt;
   return static_cast<PreHash>(static_cast<int>(*ph));
+}
+
+const std::vector<PreHash>& AllPreHashes() {
+  static const std::vector<PreHash> all = [] {
+    std::vector<PreHash> v = {
+#define PQCD_CLIENT_PRE_HASH(name, value, proto_name) PreHash::name,
+        PQCD_CLIENT_PRE_HASHES(PQCD_CLIENT_PRE_HASH)
+#undef PQCD_CLIENT_PRE_HASH
+    };
+    std::erase(v, PreHash::kNone);
+    return v;
+  }();
+  return all;
 }
 
 std::string_view HealthStatusName(HealthStatus status) {

@@ -14,48 +14,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "pqcd/client/api_enums.h"
 
 namespace pqcd::client {
 
-// Every algorithm the daemon serves (values equal the API's pqc.v1.Algorithm numbers).
-enum class Algorithm : int {
-  kUnspecified = 0,
-  kMlKem512 = 1,
-  kMlKem768 = 2,
-  kMlKem1024 = 3,
-  kMlDsa44 = 10,
-  kMlDsa65 = 11,
-  kMlDsa87 = 12,
-  kSha3_224 = 20,
-  kSha3_256 = 21,
-  kSha3_384 = 22,
-  kSha3_512 = 23,
-  kShake128 = 24,
-  kShake256 = 25,
-  kSm3 = 30,
-  kSha256 = 40,
-  kSha384 = 41,
-  kSha512 = 42,
-  kSha224 = 43,
-  kSha512_224 = 44,
-  kSha512_256 = 45,
-  kX25519MlKem768 = 50,
-  kSecP256r1MlKem768 = 51,
-  kSecP384r1MlKem1024 = 52,
-  kXWing = 53,
-  kSlhDsaSha2_128s = 60,
-  kSlhDsaSha2_128f = 61,
-  kSlhDsaSha2_192s = 62,
-  kSlhDsaSha2_192f = 63,
-  kSlhDsaSha2_256s = 64,
-  kSlhDsaSha2_256f = 65,
-  kSlhDsaShake128s = 66,
-  kSlhDsaShake128f = 67,
-  kSlhDsaShake192s = 68,
-  kSlhDsaShake192f = 69,
-  kSlhDsaShake256s = 70,
-  kSlhDsaShake256f = 71,
-};
+// The enumerators, their values (the API's pqc.v1 numbers) and order are those of the proto's
+// enums: pqcd/client/api_enums.h is generated from proto/pqc/v1/common.proto
+// (client/gen_api_enums.py), e.g. ML_KEM_768 = 2 is Algorithm::kMlKem768, PRE_HASH_SHA2_256 = 2 is
+// PreHash::kSha2_256.
+#define PQCD_CLIENT_ENUMERATOR(name, value, proto_name) name = value,
+
+// Every algorithm the daemon serves (kUnspecified, kMlKem768, kMlDsa65, kSha3_256, kXWing, ...).
+enum class Algorithm : int { PQCD_CLIENT_ALGORITHMS(PQCD_CLIENT_ENUMERATOR) };
 
 // Canonical names: "ML-KEM-768", "ML-DSA-65", "SHA3-256", "SHAKE128", "SM3", "SHA2-256", ...
 std::string_view AlgorithmName(Algorithm algorithm);
@@ -69,24 +39,14 @@ bool IsDsa(Algorithm algorithm);
 bool IsHash(Algorithm algorithm);
 bool IsXof(Algorithm algorithm);
 
-// HashML-DSA pre-hash (values equal pqc.v1.PreHash); kNone selects pure ML-DSA.
-enum class PreHash : int {
-  kNone = 0,
-  kSha2_224 = 1,
-  kSha2_256 = 2,
-  kSha2_384 = 3,
-  kSha2_512 = 4,
-  kSha2_512_224 = 5,
-  kSha2_512_256 = 6,
-  kSha3_224 = 7,
-  kSha3_256 = 8,
-  kSha3_384 = 9,
-  kSha3_512 = 10,
-  kShake128 = 11,
-  kShake256 = 12,
-};
+// HashML-DSA / HashSLH-DSA pre-hash (kNone, kSha2_256, kShake128, ...); kNone selects pure signing.
+enum class PreHash : int { PQCD_CLIENT_PRE_HASHES(PQCD_CLIENT_ENUMERATOR) };
+#undef PQCD_CLIENT_ENUMERATOR
+
 std::string_view PreHashName(PreHash pre_hash);  // "none", "SHA2-256", "SHAKE128", ...
 std::optional<PreHash> ParsePreHash(std::string_view name);
+// Every pre-hash except kNone, in API order.
+const std::vector<PreHash>& AllPreHashes();
 
 // A key held by the daemon; version 0 means the newest.
 struct KeyRef {
