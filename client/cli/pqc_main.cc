@@ -139,6 +139,16 @@ std::string AlgNames(std::initializer_list<bool (*)(Algorithm)> families) {
   return out;
 }
 
+// --prehash's help: every pre-hash (the proto's PreHash values, named by the registry).
+std::string PreHashHelp() {
+  std::string out = "HashML-DSA / HashSLH-DSA pre-hash (";
+  for (pqcd::client::PreHash p : pqcd::client::AllPreHashes()) {
+    if (p != pqcd::client::AllPreHashes().front()) out += ", ";
+    out += pqcd::client::PreHashName(p);
+  }
+  return out + "; default: none, pure signing)";
+}
+
 // "N bytes for A, B; M bytes for C": the seed size of every algorithm with a seed form, grouped
 // by size, from the registry (--seed's help), in registry order.
 std::string SeedSizes() {
@@ -456,7 +466,7 @@ int main(int argc, char** argv) {
   sign->add_option("--context", sg.context, "context string (0..255 bytes)");
   sign->add_option("--context-hex", sg.context_hex, "context as hex");
   sign->add_flag("--deterministic", sg.deterministic, "deterministic variant (rnd = 0^32)");
-  sign->add_option("--prehash", sg.prehash, "HashML-DSA pre-hash (SHA2-256, SHA3-512, ...)");
+  sign->add_option("--prehash", sg.prehash, PreHashHelp());
   sign->add_flag("--external-mu", sg.external_mu, "the input is the 64-byte mu");
   sign->callback([&] {
     action = [&] {
@@ -493,7 +503,7 @@ int main(int argc, char** argv) {
   verify->add_option("--in,-i", vf.in, "message file ('-' = stdin)")->capture_default_str();
   verify->add_option("--context", vf.context, "context string (0..255 bytes)");
   verify->add_option("--context-hex", vf.context_hex, "context as hex");
-  verify->add_option("--prehash", vf.prehash, "HashML-DSA pre-hash");
+  verify->add_option("--prehash", vf.prehash, PreHashHelp());
   verify->add_flag("--external-mu", vf.external_mu, "the input is the 64-byte mu");
   verify->callback([&] {
     action = [&] {
