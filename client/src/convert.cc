@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "pqcd/client/client.h"
-
 namespace pqcd::client {
 
 absl::Status StatusFromCode(int code, std::string_view message) {
@@ -81,8 +79,9 @@ void ToProto(const HashOp& op, pqc::v1::HashRequest* out) {
   out->set_output_length(op.output_length);
 }
 void ToProto(const Operation& op, pqc::v1::Operation* out) {
-  std::visit([out](const auto& o) { ToProto(o, OperationField<std::decay_t<decltype(o)>>(out)); },
-             op);
+  std::visit(
+      [out](const auto& o) { ToProto(o, OperationTraits<std::decay_t<decltype(o)>>::Field(out)); },
+      op);
 }
 void ToProto(const ImportKeyOp& op, pqc::v1::ImportKeyRequest* out) {
   out->set_algorithm(Alg(op.algorithm));
@@ -134,22 +133,10 @@ KeyInfo FromProto(pqc::v1::KeyInfo&& r) {
 
 absl::StatusOr<Result> FromProto(pqc::v1::OperationResult&& r) {
   if (r.code() != 0) return StatusFromCode(r.code(), r.message());
-  switch (r.result_case()) {
-    case pqc::v1::OperationResult::kKeygen:
-      return Result(FromProto(std::move(*r.mutable_keygen())));
-    case pqc::v1::OperationResult::kEncaps:
-      return Result(FromProto(std::move(*r.mutable_encaps())));
-    case pqc::v1::OperationResult::kDecaps:
-      return Result(FromProto(std::move(*r.mutable_decaps())));
-    case pqc::v1::OperationResult::kSign:
-      return Result(FromProto(std::move(*r.mutable_sign())));
-    case pqc::v1::OperationResult::kVerify:
-      return Result(FromProto(std::move(*r.mutable_verify())));
-    case pqc::v1::OperationResult::kHash:
-      return Result(FromProto(std::move(*r.mutable_hash())));
-    case pqc::v1::OperationResult::RESULT_NOT_SET:
-      break;
-  }
+#define PQCD_RESULT_FIELD(Rpc, field, Op, ResultT) \
+  if (r.has_##field()) return Result(FromProto(std::move(*r.mutable_##field())));
+  PQCD_CLIENT_OPERATIONS(PQCD_RESULT_FIELD)
+#undef PQCD_RESULT_FIELD
   return absl::InternalError("the daemon answered OK without a result");
 }
 

@@ -3,52 +3,61 @@
 
 #include <grpcpp/support/status.h>
 
-#include <type_traits>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pqc/v1/crypto.pb.h"
 #include "pqc/v1/keys.pb.h"
+#include "pqcd/client/client.h"
 #include "pqcd/client/types.h"
 
 namespace pqcd::client::internal {
 
 absl::Status FromGrpc(const grpc::Status& status);
 
-// The field of an Operation message that carries an operation of kind Op.
-template <class Op>
-auto* OperationField(pqc::v1::Operation* p) {
-  if constexpr (std::is_same_v<Op, KeyGenOp>) {
-    return p->mutable_keygen();
-  } else if constexpr (std::is_same_v<Op, EncapsOp>) {
-    return p->mutable_encaps();
-  } else if constexpr (std::is_same_v<Op, DecapsOp>) {
-    return p->mutable_decaps();
-  } else if constexpr (std::is_same_v<Op, SignOp>) {
-    return p->mutable_sign();
-  } else if constexpr (std::is_same_v<Op, VerifyOp>) {
-    return p->mutable_verify();
-  } else {
-    static_assert(std::is_same_v<Op, HashOp>);
-    return p->mutable_hash();
-  }
-}
+// The crypto operations, one row each: the RPC (pqc.v1.Crypto.<Rpc>, its <Rpc>Request and
+// <Rpc>Response), the field of Operation and OperationResult that carries it, and the client's
+// operation and result types. The conversions' declarations, OperationResult's dispatch, the
+// unary calls and Run's dispatch (unary.cc) are written once over this table; what stays per
+// operation is its types (types.h), its fields (convert.cc) and its methods (client.h).
+#define PQCD_CLIENT_OPERATIONS(X)           \
+  X(KeyGen, keygen, KeyGenOp, KeyPair)      \
+  X(Encaps, encaps, EncapsOp, EncapsResult) \
+  X(Decaps, decaps, DecapsOp, DecapsResult) \
+  X(Sign, sign, SignOp, SignResult)         \
+  X(Verify, verify, VerifyOp, VerifyResult) \
+  X(Hash, hash, HashOp, HashResult)
 
-void ToProto(const KeyGenOp& op, pqc::v1::KeyGenRequest* out);
-void ToProto(const EncapsOp& op, pqc::v1::EncapsRequest* out);
-void ToProto(const DecapsOp& op, pqc::v1::DecapsRequest* out);
-void ToProto(const SignOp& op, pqc::v1::SignRequest* out);
-void ToProto(const VerifyOp& op, pqc::v1::VerifyRequest* out);
-void ToProto(const HashOp& op, pqc::v1::HashRequest* out);
+// OperationTraits<Op>: the row of operation type Op.
+template <class Op>
+struct OperationTraits;
+
+#define PQCD_OPERATION_ROW(Rpc, field, Op, ResultT)                               \
+  void ToProto(const Op& op, pqc::v1::Rpc##Request* out);                         \
+  ResultT FromProto(pqc::v1::Rpc##Response&& r);                                  \
+  template <>                                                                     \
+  struct OperationTraits<Op> {                                                    \
+    using Request = pqc::v1::Rpc##Request;                                        \
+    /* The field of an Operation message that carries it. */                      \
+    static Request* Field(pqc::v1::Operation* p) { return p->mutable_##field(); } \
+    static constexpr auto kCall = &Client::Rpc;                                   \
+    static constexpr auto kCallAsync = &Client::Rpc##Async;                       \
+  };
+PQCD_CLIENT_OPERATIONS(PQCD_OPERATION_ROW)
+#undef PQCD_OPERATION_ROW
+
+// A row per alternative of Operation and Result: an operation added to types.h without its row
+// stops here.
+#define PQCD_OPERATION_COUNT(...) +1
+static_assert(std::variant_size_v<Operation> == 0 PQCD_CLIENT_OPERATIONS(PQCD_OPERATION_COUNT) &&
+                  std::variant_size_v<Result> == std::variant_size_v<Operation>,
+              "PQCD_CLIENT_OPERATIONS lacks a row of Operation or Result");
+#undef PQCD_OPERATION_COUNT
+
 void ToProto(const Operation& op, pqc::v1::Operation* out);
 void ToProto(const ImportKeyOp& op, pqc::v1::ImportKeyRequest* out);
 
-KeyPair FromProto(pqc::v1::KeyGenResponse&& r);
-EncapsResult FromProto(pqc::v1::EncapsResponse&& r);
-DecapsResult FromProto(pqc::v1::DecapsResponse&& r);
-SignResult FromProto(pqc::v1::SignResponse&& r);
-VerifyResult FromProto(pqc::v1::VerifyResponse&& r);
-HashResult FromProto(pqc::v1::HashResponse&& r);
 KeyInfo FromProto(pqc::v1::KeyInfo&& r);
 absl::StatusOr<Result> FromProto(pqc::v1::OperationResult&& r);
 

@@ -29,7 +29,7 @@ pqc::v1::Operation OperationProto(const Op& op) {
   if constexpr (std::is_same_v<Op, Operation>) {
     ToProto(op, &p);
   } else {
-    ToProto(op, internal::OperationField<Op>(&p));
+    ToProto(op, internal::OperationTraits<Op>::Field(&p));
   }
   return p;
 }
@@ -149,7 +149,7 @@ StreamStats Client::batching_stats() const {
 }
 
 // ---- Crypto, sync ---------------------------------------------------------------------------
-#define PQCD_SYNC_UNARY(Method, Op, ReqT, RespT, RetT)                             \
+#define PQCD_SYNC_UNARY(Method, field, Op, RetT)                                   \
   absl::StatusOr<RetT> Client::Method(const Op& op, const CallOptions& call) {     \
     if (impl_->lane) {                                                             \
       if (auto r = RunOnLane(*impl_, Operation(op), call)) {                       \
@@ -163,20 +163,15 @@ StreamStats Client::batching_stats() const {
       }                                                                            \
       internal::WipeOperation(&p);                                                 \
     }                                                                              \
-    pqc::v1::ReqT req;                                                             \
+    pqc::v1::Method##Request req;                                                  \
     ToProto(op, &req);                                                             \
-    pqc::v1::RespT resp;                                                           \
+    pqc::v1::Method##Response resp;                                                \
     absl::Status s = impl_->Rpc(&pqc::v1::Crypto::Stub::Method, req, &resp, call); \
     if (!s.ok()) return s;                                                         \
     return FromProto(std::move(resp));                                             \
   }
 
-PQCD_SYNC_UNARY(KeyGen, KeyGenOp, KeyGenRequest, KeyGenResponse, KeyPair)
-PQCD_SYNC_UNARY(Encaps, EncapsOp, EncapsRequest, EncapsResponse, EncapsResult)
-PQCD_SYNC_UNARY(Decaps, DecapsOp, DecapsRequest, DecapsResponse, DecapsResult)
-PQCD_SYNC_UNARY(Sign, SignOp, SignRequest, SignResponse, SignResult)
-PQCD_SYNC_UNARY(Verify, VerifyOp, VerifyRequest, VerifyResponse, VerifyResult)
-PQCD_SYNC_UNARY(Hash, HashOp, HashRequest, HashResponse, HashResult)
+PQCD_CLIENT_OPERATIONS(PQCD_SYNC_UNARY)
 #undef PQCD_SYNC_UNARY
 
 absl::StatusOr<BatchResults> Client::Batch(const std::vector<Operation>& ops,
@@ -239,25 +234,13 @@ absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call)
           if (!r.ok()) return r.status();
           return Result(*std::move(r));
         };
-        if constexpr (std::is_same_v<T, KeyGenOp>) {
-          return wrap(KeyGen(o, call));
-        } else if constexpr (std::is_same_v<T, EncapsOp>) {
-          return wrap(Encaps(o, call));
-        } else if constexpr (std::is_same_v<T, DecapsOp>) {
-          return wrap(Decaps(o, call));
-        } else if constexpr (std::is_same_v<T, SignOp>) {
-          return wrap(Sign(o, call));
-        } else if constexpr (std::is_same_v<T, VerifyOp>) {
-          return wrap(Verify(o, call));
-        } else {
-          return wrap(Hash(o, call));
-        }
+        return wrap((this->*internal::OperationTraits<T>::kCall)(o, call));
       },
       op);
 }
 
 // ---- Crypto, async --------------------------------------------------------------------------
-#define PQCD_ASYNC_UNARY(Method, Op, ReqT, RetT)                                             \
+#define PQCD_ASYNC_UNARY(Method, field, Op, RetT)                                            \
   void Client::Method##Async(Op op, Callback<RetT> done, const CallOptions& call) {          \
     if (impl_->lane) {                                                                       \
       Operation any = std::move(op);                                                         \
@@ -286,18 +269,13 @@ absl::StatusOr<Result> Client::Run(const Operation& op, const CallOptions& call)
       }                                                                                      \
       internal::WipeOperation(&p);                                                           \
     }                                                                                        \
-    pqc::v1::ReqT req;                                                                       \
+    pqc::v1::Method##Request req;                                                            \
     ToProto(op, &req);                                                                       \
     impl_->UnaryAsync(&pqc::v1::Crypto::Stub::async::Method, std::move(req),                 \
                       internal::FromProtoDone(std::move(done)), call);                       \
   }
 
-PQCD_ASYNC_UNARY(KeyGen, KeyGenOp, KeyGenRequest, KeyPair)
-PQCD_ASYNC_UNARY(Encaps, EncapsOp, EncapsRequest, EncapsResult)
-PQCD_ASYNC_UNARY(Decaps, DecapsOp, DecapsRequest, DecapsResult)
-PQCD_ASYNC_UNARY(Sign, SignOp, SignRequest, SignResult)
-PQCD_ASYNC_UNARY(Verify, VerifyOp, VerifyRequest, VerifyResult)
-PQCD_ASYNC_UNARY(Hash, HashOp, HashRequest, HashResult)
+PQCD_CLIENT_OPERATIONS(PQCD_ASYNC_UNARY)
 #undef PQCD_ASYNC_UNARY
 
 void Client::BatchAsync(std::vector<Operation> ops, Callback<BatchResults> done,
@@ -336,19 +314,8 @@ void Client::RunAsync(Operation op, Callback<Result> done, const CallOptions& ca
   std::visit(
       [&](auto& o) {
         using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, KeyGenOp>) {
-          KeyGenAsync(std::move(o), wrap(std::move(done)), call);
-        } else if constexpr (std::is_same_v<T, EncapsOp>) {
-          EncapsAsync(std::move(o), wrap(std::move(done)), call);
-        } else if constexpr (std::is_same_v<T, DecapsOp>) {
-          DecapsAsync(std::move(o), wrap(std::move(done)), call);
-        } else if constexpr (std::is_same_v<T, SignOp>) {
-          SignAsync(std::move(o), wrap(std::move(done)), call);
-        } else if constexpr (std::is_same_v<T, VerifyOp>) {
-          VerifyAsync(std::move(o), wrap(std::move(done)), call);
-        } else {
-          HashAsync(std::move(o), wrap(std::move(done)), call);
-        }
+        (this->*internal::OperationTraits<T>::kCallAsync)(std::move(o), wrap(std::move(done)),
+                                                          call);
       },
       op);
 }
