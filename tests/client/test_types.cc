@@ -29,7 +29,7 @@ TEST(Algorithms, NamesRoundTrip) {
 // The client's enums against the proto's, value by value, and each value against the registry
 // (kernels/include/pqcd/kernels/algorithms.h, where names, families and sizes come from): an
 // algorithm or pre-hash added to common.proto without its registry row, or a row without its
-// proto value, fails here. The enums are generated from the proto (client/gen_api_enums.py); the
+// proto value, fails here. The enums are generated from the proto (client/gen_api_enums.cmake); the
 // first check also catches a generator that misreads it.
 TEST(ApiEnums, AlgorithmIsTheProtoEnum) {
   struct Value {

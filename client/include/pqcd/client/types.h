@@ -20,8 +20,8 @@ namespace pqcd::client {
 
 // The enumerators, their values (the API's pqc.v1 numbers) and order are those of the proto's
 // enums: pqcd/client/api_enums.h is generated from proto/pqc/v1/common.proto
-// (client/gen_api_enums.py), e.g. ML_KEM_768 = 2 is Algorithm::kMlKem768, PRE_HASH_SHA2_256 = 2 is
-// PreHash::kSha2_256.
+// (client/gen_api_enums.cmake), e.g. ML_KEM_768 = 2 is Algorithm::kMlKem768, PRE_HASH_SHA2_256 = 2
+// is PreHash::kSha2_256.
 #define PQCD_CLIENT_ENUMERATOR(name, value, proto_name) name = value,
 
 // Every algorithm the daemon serves (kUnspecified, kMlKem768, kMlDsa65, kSha3_256, kXWing, ...).
