@@ -3,6 +3,8 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+#include <type_traits>
 #include <variant>
 
 #include "absl/status/status.h"
@@ -16,20 +18,9 @@ namespace pqcd::client::internal {
 
 absl::Status FromGrpc(const grpc::Status& status);
 
-// The crypto operations, one row each: the RPC (pqc.v1.Crypto.<Rpc>, its <Rpc>Request and
-// <Rpc>Response), the field of Operation and OperationResult that carries it, and the client's
-// operation and result types. The conversions' declarations, OperationResult's dispatch, the
-// unary calls and Run's dispatch (unary.cc) are written once over this table; what stays per
-// operation is its types (types.h), its fields (convert.cc) and its methods (client.h).
-#define PQCD_CLIENT_OPERATIONS(X)           \
-  X(KeyGen, keygen, KeyGenOp, KeyPair)      \
-  X(Encaps, encaps, EncapsOp, EncapsResult) \
-  X(Decaps, decaps, DecapsOp, DecapsResult) \
-  X(Sign, sign, SignOp, SignResult)         \
-  X(Verify, verify, VerifyOp, VerifyResult) \
-  X(Hash, hash, HashOp, HashResult)
-
-// OperationTraits<Op>: the row of operation type Op.
+// OperationTraits<Op>: operation type Op's row of PQCD_CLIENT_OPERATIONS (pqcd/client/types.h),
+// which the conversions' declarations, OperationResult's dispatch (convert.cc), the unary calls
+// and Run's dispatch (unary.cc) are written over.
 template <class Op>
 struct OperationTraits;
 
@@ -47,13 +38,28 @@ struct OperationTraits;
 PQCD_CLIENT_OPERATIONS(PQCD_OPERATION_ROW)
 #undef PQCD_OPERATION_ROW
 
-// A row per alternative of Operation and Result: an operation added to types.h without its row
-// stops here.
-#define PQCD_OPERATION_COUNT(...) +1
-static_assert(std::variant_size_v<Operation> == 0 PQCD_CLIENT_OPERATIONS(PQCD_OPERATION_COUNT) &&
-                  std::variant_size_v<Result> == std::variant_size_v<Operation>,
-              "PQCD_CLIENT_OPERATIONS lacks a row of Operation or Result");
-#undef PQCD_OPERATION_COUNT
+// The index of T among the alternatives of a variant (their count when it is none of them).
+template <class T, class... Ts>
+constexpr size_t IndexOf(const std::variant<Ts...>* /*unused*/) {
+  size_t i = 0;
+  const bool found = ((std::is_same_v<T, Ts> || (++i, false)) || ...);
+  return found ? i : sizeof...(Ts);
+}
+// Row i of the table is alternative i of Operation and of Result (the lanes' Decode relies on the
+// order): an operation added to one and not the other, or out of order, stops the build here.
+constexpr bool RowsAreTheVariants() {
+  size_t i = 0;
+  bool ok = true;
+#define PQCD_OPERATION_CHECK(Rpc, field, Op, ResultT)                    \
+  ok = ok && IndexOf<Op>(static_cast<const Operation*>(nullptr)) == i && \
+       IndexOf<ResultT>(static_cast<const Result*>(nullptr)) == i;       \
+  ++i;
+  PQCD_CLIENT_OPERATIONS(PQCD_OPERATION_CHECK)
+#undef PQCD_OPERATION_CHECK
+  return ok && i == std::variant_size_v<Operation> && i == std::variant_size_v<Result>;
+}
+static_assert(RowsAreTheVariants(),
+              "PQCD_CLIENT_OPERATIONS and the Operation / Result variants differ");
 
 void ToProto(const Operation& op, pqc::v1::Operation* out);
 void ToProto(const ImportKeyOp& op, pqc::v1::ImportKeyRequest* out);

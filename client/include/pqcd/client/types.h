@@ -138,6 +138,19 @@ struct HashResult {
 using Result =
     std::variant<KeyPair, EncapsResult, DecapsResult, SignResult, VerifyResult, HashResult>;
 
+// The crypto operations, one row each, in the order of Operation and Result: the RPC
+// (pqc.v1.Crypto.<Rpc>, <Rpc>Request, <Rpc>Response), the field of pqc.v1.Operation and
+// OperationResult that carries it, the operation and its result. The library writes its
+// conversions and calls over this table (src/convert.h, src/unary.cc), so an operation is its
+// types and its row here, its fields (src/convert.cc) and its Client methods (client.h).
+#define PQCD_CLIENT_OPERATIONS(X)           \
+  X(KeyGen, keygen, KeyGenOp, KeyPair)      \
+  X(Encaps, encaps, EncapsOp, EncapsResult) \
+  X(Decaps, decaps, DecapsOp, DecapsResult) \
+  X(Sign, sign, SignOp, SignResult)         \
+  X(Verify, verify, VerifyOp, VerifyResult) \
+  X(Hash, hash, HashOp, HashResult)
+
 // ---- Keys service ----------------------------------------------------------------------------
 struct KeyInfo {
   std::string key_id;
