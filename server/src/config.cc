@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
-#include <set>
+#include <iterator>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -28,10 +30,62 @@ std::vector<std::string> IsaChoices() {
   return choices;
 }
 
-std::string EnvName(const std::string& flag) {
+std::string EnvName(std::string_view flag) {
   std::string name = "PQCD_";
   for (char c : flag) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
   return name;
+}
+
+// The check column of a row that has none.
+struct NoCheck {};
+constexpr NoCheck kNoCheck;
+
+// Registers one row of PQCD_SERVER_FLAGS: its option, environment variable and check.
+template <FlagKind kKind, typename T, typename Check>
+void AddFlag(CLI::App& app, std::string_view name, T& target, const std::string& help,
+             const Check& check) {
+  const std::string flag = "--" + std::string(name);
+  CLI::Option* opt = nullptr;
+  if constexpr (kKind == FlagKind::kSwitch) {
+    static_assert(std::is_same_v<T, bool>, "a Switch row is a bool");
+    opt = app.add_flag(flag, target, help);
+  } else {
+    opt = app.add_option(flag, target, help)->capture_default_str();
+    if constexpr (kKind == FlagKind::kList) {
+      static_assert(std::is_same_v<T, std::vector<std::string>>, "a List row is a vector");
+      opt->take_all();
+    }
+  }
+  opt->envname(EnvName(name));
+  if constexpr (!std::is_same_v<Check, NoCheck>) opt->check(check);
+}
+
+// The number of members of the aggregate T: the most initializers T{...} takes.
+struct AnyMember {
+  template <typename T>
+  operator T() const;  // never defined: only asked about in requires
+};
+template <typename T, typename... Members>
+consteval size_t MemberCount() {
+  if constexpr (requires { T{Members{}..., AnyMember{}}; }) {
+    return MemberCount<T, Members..., AnyMember>();
+  } else {
+    return sizeof...(Members);
+  }
+}
+// A Config member written by hand instead of as a row of PQCD_SERVER_FLAGS would be a setting
+// without a flag, or a flag outside the table (not in the effective-config log check, the README
+// check, ...): add a row, or, for a member that is truly not a flag, count it in
+// kConfigMembersNotFlags.
+static_assert(MemberCount<Config>() == std::size(kFlags) + kConfigMembersNotFlags,
+              "every Config member is a row of PQCD_SERVER_FLAGS (config.h) or counted in "
+              "kConfigMembersNotFlags");
+
+FlagLog LogOf(std::string_view name) {
+  for (const FlagInfo& info : kFlags) {
+    if (info.name == name) return info.log;
+  }
+  return FlagLog::kShown;  // --config
 }
 
 // --config files are JSON objects whose keys are flag names without the dashes ("listen",
@@ -77,7 +131,6 @@ class JsonConfig : public CLI::Config {
 // option is (flags as booleans, numbers as numbers); paths of key files and the database URI's
 // password are not shown.
 std::string EffectiveConfigJson(const CLI::App& app) {
-  static const std::set<std::string> kHidden = {"tls-key", "kek-file", "rotate-kek-to"};
   nlohmann::json j = nlohmann::json::object();
   for (const CLI::Option* opt : app.get_options()) {
     const std::string flag = opt->get_name(false, true);
@@ -110,9 +163,10 @@ std::string EffectiveConfigJson(const CLI::App& app) {
       j[key] = !values.empty() && typed(values.back()).get<bool>();
     } else {
       const std::string v = values.empty() ? std::string() : values.back();
-      if (kHidden.contains(name)) {
+      const FlagLog log = LogOf(name);
+      if (log == FlagLog::kPresence) {
         j[key] = v.empty() ? "" : "<set>";
-      } else if (name == "key-store") {
+      } else if (log == FlagLog::kRedacted) {
         j[key] = v.empty() ? "" : pqcd::server::internal::RedactDsn(v);
       } else {
         j[key] = typed(v);
@@ -123,6 +177,10 @@ std::string EffectiveConfigJson(const CLI::App& app) {
 }
 
 }  // namespace
+
+std::string DefaultLegacyLocalOwner() {
+  return "unix:uid:" + std::to_string(::geteuid());
+}
 
 absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   ParseResult result;
@@ -151,182 +209,10 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   app.config_formatter(std::make_shared<JsonConfig>());
   app.set_config("--config", "", "JSON config file")->envname("PQCD_CONFIG");
 
-  auto add = [&](const std::string& name, auto& target, const std::string& help) {
-    return app.add_option("--" + name, target, help)->envname(EnvName(name))->capture_default_str();
-  };
-  add("listen", c.listen, "TCP listen address host:port (port 0: any free port; 'none': no TCP)");
-  add("unix", c.unix_socket, "Unix domain socket path (sidecars; identity unix:uid:<uid>)");
-  add("unix-mode", c.unix_mode, "file mode of the Unix socket (octal)");
-  add("tls-cert", c.tls_cert, "PEM server certificate chain: enables TLS on the TCP listener");
-  add("tls-key", c.tls_key, "PEM server private key");
-  add("tls-client-ca", c.tls_client_ca,
-      "PEM CA bundle: require and verify client certificates (mTLS)");
-  add("tls-min-version", c.tls_min_version, "lowest TLS version accepted on the TCP listener")
-      ->check(CLI::IsMember({"1.2", "1.3"}));
-  add("unix-user", c.unix_users,
-      "NAME=UID: Unix socket callers with this uid are unix:user:NAME (repeatable)")
-      ->take_all();
-  add("max-unix-connections", c.max_unix_connections,
-      "Unix socket connections open at once; further ones are closed at once")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-unix-connections-per-uid", c.max_unix_connections_per_uid,
-      "Unix socket connections open at once from one uid (so that one local user cannot take "
-      "them all)")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("handshake-timeout", c.handshake_timeout_s,
-      "seconds a new connection has to complete its handshake (HTTP/2 preface and SETTINGS; TLS "
-      "on --listen) before it is closed")
-      ->check(CLI::Range(0.1, 3600.0));
-  add("max-tcp-connections", c.max_tcp_connections,
-      "TCP connections on --listen open at once; further ones are closed at once")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-tcp-connections-per-address", c.max_tcp_connections_per_address,
-      "TCP connections open at once from one peer address (an IPv6 /64), so that one host cannot "
-      "take them all")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("connection-idle-timeout", c.connection_idle_timeout_s,
-      "seconds a connection may go without a call in progress before pqcd closes it gracefully "
-      "(HTTP/2 GOAWAY; clients reconnect on their next call); 0: never")
-      ->check(CLI::Range(0.0, 86400.0 * 365));
-  add("lanes", c.lanes,
-      "shared-memory lanes for callers on this host, on the socket --unix PATH + \".lane\" "
-      "(needs --unix): on | off")
-      ->check(CLI::IsMember({"on", "off"}));
-  add("max-lanes", c.max_lanes,
-      "lanes open at once (connections still asking for one count too); further ones are refused")
-      ->check(CLI::Range(1u, 1u << 16));
-  add("max-lanes-per-identity", c.max_lanes_per_identity,
-      "lanes open at once of one identity (so that one local user cannot take them all)")
-      ->check(CLI::Range(1u, 1u << 16));
-  add("lane-slots", c.lane_slots,
-      "the most requests one lane may have in flight (its slots; a power of two is used)")
-      ->check(CLI::Range(1u, 256u));
-  add("lane-max-input", c.lane_max_input,
-      "the longest message or hash input (and hash output) a lane request may carry, in bytes; "
-      "it sizes every slot (longer ones: gRPC)")
-      ->check(CLI::Range(64u, 1u << 20));
-  app.add_flag("--allow-insecure-tcp", c.allow_insecure_tcp,
-               "let callers without a client certificate (identity 'anonymous') use held keys")
-      ->envname("PQCD_ALLOW_INSECURE_TCP");
-  add("admin", c.admins,
-      "typed identity (tls:dns:, tls:uri:, unix:uid:, unix:user:) that manages every key "
-      "(repeatable)")
-      ->take_all();
-  app.add_flag("--allow-admin-key-use", c.allow_admin_key_use,
-               "let --admin identities also use (sign, decapsulate, ...) keys of other identities")
-      ->envname("PQCD_ALLOW_ADMIN_KEY_USE");
-  app.add_flag("--audit-key-use", c.audit_key_use,
-               "audit every use of a held key, not only uses by another identity than the owner")
-      ->envname("PQCD_AUDIT_KEY_USE");
-  c.legacy_local_owner = "unix:uid:" + std::to_string(::geteuid());
-  add("legacy-local-owner", c.legacy_local_owner,
-      "owner given to held keys that older versions stored with owner 'local'");
-  add("data-dir", c.data_dir,
-      "persist held keys here (sealed with AES-256-GCM); empty: memory only");
-  add("kek-file", c.kek_file, "key-encryption key file (32 raw bytes or 64 hex characters)");
-  app.add_flag("--allow-shared-kek-file", c.allow_shared_kek_file,
-               "accept a --kek-file that group or others may access (refused otherwise)")
-      ->envname("PQCD_ALLOW_SHARED_KEK_FILE");
-  add("max-keys-per-owner", c.max_keys_per_owner,
-      "held keys (not versions) one identity may have (0: unlimited)");
-  add("max-versions-per-key", c.max_versions_per_key,
-      "versions one held key may have at once; Rotate refuses past it (0: unlimited)");
-  add("locked-memory-per-owner", c.locked_memory_per_owner_kib,
-      "KiB of locked memory (private keys and their prepared forms) one identity's held keys may "
-      "take; at most an eighth of a finite RLIMIT_MEMLOCK is used, so that no identity can use it "
-      "up for the others (0: unlimited)")
-      ->check(CLI::Range(0u, 1u << 30));
-  add("key-memory-per-owner", c.key_memory_per_owner_kib,
-      "KiB of ordinary memory (public keys, labels: every version carries its key's labels) one "
-      "identity's held keys may take (0: unlimited)")
-      ->check(CLI::Range(0u, 1u << 30));
-  add("rotate-kek-to", c.rotate_kek_to,
-      "re-seal every held key in --data-dir (sealed under --kek-file) under the KEK in this file, "
-      "print a summary and exit; resumable (rerun after an interruption)");
-  add("key-store", c.key_store,
-      "postgres:// URI: keep held keys in PostgreSQL, shared by every replica (sealed under "
-      "--kek-file; carries a password, so prefer the environment variable PQCD_KEY_STORE)");
-  add("key-store-reconcile-interval", c.key_store_reconcile_interval_s,
-      "seconds between checks of the key store database (changes also arrive by NOTIFY)")
-      ->check(CLI::Range(0.05, 3600.0));
-  add("key-store-max-staleness", c.key_store_max_staleness_s,
-      "seconds without reaching the key store database after which held keys are not used "
-      "(UNAVAILABLE) until it is reachable again; 0: use cached keys without limit")
-      ->check(CLI::Range(0.0, 30.0 * 86400.0));
-  add("import-data-dir", c.import_data_dir,
-      "copy every held key of this data directory (sealed under --kek-file; stop the daemon using "
-      "it first) into --key-store, print a summary and exit; safe to rerun");
-  add("metrics-listen", c.metrics_listen,
-      "Prometheus endpoint host:port, path /metrics ('none': off)");
-  add("workers", c.workers, "engine worker threads (0: one per physical core)")
-      ->check(CLI::Range(0, 4096));
-  add("queue-capacity", c.queue_capacity, "per-NUMA-node queue bound")
-      ->check(CLI::Range(2u, 1u << 24));
-  add("max-batch", c.max_batch, "jobs a worker takes per burst")->check(CLI::Range(1, 256));
-  add("isa", c.isa, "kernel backend (one the CPU supports)")->check(CLI::IsMember(IsaChoices()));
-  add("log-level", c.log_level, "log level")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  add("log-format", c.log_format, "log line format")->check(CLI::IsMember({"text", "json"}));
-  add("grace-period", c.grace_period_s, "seconds to finish in-flight requests on SIGTERM/SIGINT")
-      ->check(CLI::Range(0.0, 3600.0));
-  add("max-message-bytes", c.max_message_bytes, "max gRPC message size")
-      ->check(CLI::Range(1024u, 1u << 30));
-  add("max-field-bytes", c.max_field_bytes, "max size of one data/message field")
-      ->check(CLI::Range(1u, 1u << 30));
-  add("max-batch-items", c.max_batch_items, "max operations in one Batch request")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-stream-inflight", c.max_stream_inflight, "operations in flight per Stream call")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-output-bytes", c.max_output_bytes, "max SHAKE output_length of one hash")
-      ->check(CLI::Range(32u, 1u << 30));
-  add("max-stream-bytes", c.max_stream_bytes,
-      "per Stream call: bytes of unanswered requests plus their expected answers before the daemon "
-      "stops reading it")
-      ->check(CLI::Range(1u << 16, 1u << 31));
-  add("hash-stream-max-bytes", c.hash_stream_max_bytes, "per HashStream: total data bytes")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
-  add("hash-stream-idle", c.hash_stream_idle_s,
-      "per HashStream: seconds without a message before it is ended")
-      ->check(CLI::Range(0.1, 86400.0));
-  add("hash-stream-max-duration", c.hash_stream_max_s, "per HashStream: seconds it may last")
-      ->check(CLI::Range(0.1, 7.0 * 86400.0));
-  add("max-hash-streams", c.max_hash_streams, "concurrent HashStream calls")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-hash-streams-per-identity", c.max_hash_streams_per_identity,
-      "concurrent HashStream calls of one caller identity")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("max-streams", c.max_streams, "concurrent Stream calls")->check(CLI::Range(1u, 1u << 20));
-  add("max-streams-per-identity", c.max_streams_per_identity,
-      "concurrent Stream calls of one caller identity")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("memory-limit", c.memory_limit_mb,
-      "MiB of requests being computed and answers not yet taken by their clients, over all "
-      "callers; past it new work gets RESOURCE_EXHAUSTED (0: unlimited)")
-      ->check(CLI::Range(0u, 1u << 22));
-  add("memory-per-identity", c.memory_per_identity_mb,
-      "MiB of the same that one caller identity may hold (0: unlimited)")
-      ->check(CLI::Range(0u, 1u << 22));
-  add("unread-answer-timeout", c.unread_answer_timeout_s,
-      "seconds an answer may wait for its client to take it; then the call is cancelled and its "
-      "memory freed")
-      ->check(CLI::Range(0.1, 86400.0));
-  add("key-queue", c.key_queue,
-      "key-management requests (Keys.*, held KeyGen stores) queued before RESOURCE_EXHAUSTED")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("grpc-memory-mb", c.grpc_memory_mb,
-      "memory gRPC may use for all calls' buffers (ResourceQuota); keep it under the memory limit")
-      ->check(CLI::Range(16u, 1u << 20));
-  add("max-concurrent-streams", c.max_concurrent_streams,
-      "calls in progress per client connection (HTTP/2 MAX_CONCURRENT_STREAMS)")
-      ->check(CLI::Range(1u, 1u << 20));
-  add("port-file", c.port_file, "write the selected TCP port to this file once listening");
-  add("inline-crypto", c.inline_crypto,
-      "run a burst too large for a worker's own queue at once on that worker, and the jobs of "
-      "the key-management thread on that thread while a worker is idle (saves a thread "
-      "hand-off; every call is served by the workers themselves)");
-  add("malloc-retain-mb", c.malloc_retain_mb,
-      "MiB of freed heap kept mapped for reuse (0: glibc's defaults)")
-      ->check(CLI::Range(0u, 4096u));
+#define PQCD_REGISTER_FLAG(kind, flag, member, type, default_value, log, help, check) \
+  AddFlag<FlagKind::k##kind>(app, flag, c.member, help, check);
+  PQCD_SERVER_FLAGS(PQCD_REGISTER_FLAG)
+#undef PQCD_REGISTER_FLAG
 
   try {
     app.parse(argc, argv);
