@@ -12,28 +12,7 @@
 namespace pqcd::kernels::mlkem {
 
 extern const Backend kAvx512;
-constinit const Backend kAvx512{
-    .ntt = &avx512::PolyNtt,
-    .invntt_times_r = &avx512::PolyInvNttTimesR,
-    .mulcache_compute = &avx512::PolyMulCacheCompute,
-    .basemul_acc = &avx512::PolyBasemulAcc,
-    .to_mont = &avx512::PolyToMont,
-    .add = &avx512::PolyAdd,
-    .sub = &avx512::PolySub,
-    .reduce_canonical = &avx512::PolyReduceCanonical,
-    .encode12 = &avx512::PolyEncode12,
-    .decode12 = &avx512::PolyDecode12,
-    .decode_ek = &avx512::DecodeEncapsKeyPoly,
-    .compress_encode = &avx512::PolyCompressEncode,
-    .decode_decompress = &avx512::PolyDecodeDecompress,
-    .from_message = &avx512::PolyFromMessage,
-    .to_message = &avx512::PolyToMessage,
-    .add_compress_encode = &avx512::PolyAddCompressEncode,
-    .sub_to_message = &avx512::PolySubToMessage,
-    .ct_diff_mask = &avx512::CtDiffMask,
-    .ct_select32 = &avx2::CtSelect32,
-    .reject_uniform = &avx2::RejectUniform,
-    .cbd = &avx512::Cbd,
-};
+// The AVX-512 kernels (avx512::kKernels, poly_avx512.h) over the AVX2 table.
+constinit const Backend kAvx512 = avx512::WithKernels(avx2::WithKernels(Backend{}));
 
 }  // namespace pqcd::kernels::mlkem
