@@ -34,47 +34,12 @@ const Backend& ActiveBackend() {
 
 // ---- poly.h ----------------------------------------------------------------------------------
 
-void Ntt(Poly& a) {
-  ActiveBackend().ntt(a);
-}
-void InvNttToMont(Poly& a) {
-  ActiveBackend().invntt_to_mont(a);
-}
-void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b) {
-  ActiveBackend().pointwise_montgomery(c, a, b);
-}
-void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n) {
-  ActiveBackend().pointwise_acc_montgomery(c, a, b, n);
-}
-void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
-                               const Poly& y) {
-  ActiveBackend().pointwise_acc_sub_montgomery(c, a, b, n, x, y);
-}
-void Reduce32(Poly& a) {
-  ActiveBackend().reduce32(a);
-}
-void CAddQ(Poly& a) {
-  ActiveBackend().caddq(a);
-}
-void Add(Poly& c, const Poly& a, const Poly& b) {
-  ActiveBackend().add(c, a, b);
-}
-void Sub(Poly& c, const Poly& a, const Poly& b) {
-  ActiveBackend().sub(c, a, b);
-}
-void ShiftLeftD(Poly& a) {
-  ActiveBackend().shift_left_d(a);
-}
-void SplitLow9(Poly& lo, Poly& hi, const Poly& v) {
-  ActiveBackend().split_low9(lo, hi, v);
-}
-uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound) {
-  return ActiveBackend().split_low9_add_norm(lo, hi, v, y, bound);
-}
-void Power2Round(Poly& t1, Poly& t0, const Poly& t) {
-  ActiveBackend().power2round(t1, t0, t);
-}
+// Every PQCD_FORWARDED_HOOK of mldsa/hooks.def: `Ret Kernel Params { return
+// ActiveBackend().hook Args; }`.
+#define PQCD_FORWARDED_HOOK PQCD_HOOK_FORWARDER
+#include "mldsa/hooks.def"
 
+// The templates over the parameter set of poly.h, each on the pair of hooks it picks from.
 template <int32_t Gamma2>
 void Decompose(Poly& r1, Poly& r0, const Poly& r) {
   const Backend& be = ActiveBackend();
@@ -90,22 +55,7 @@ void UseHint(Poly& out, const Poly& r, const Poly& h) {
   const Backend& be = ActiveBackend();
   (Gamma2 == kGamma2Small ? be.use_hint_small : be.use_hint_large)(out, r, h);
 }
-uint32_t ExceedsNorm(const Poly& a, int32_t bound) {
-  return ActiveBackend().exceeds_norm(a, bound);
-}
 
-void PackT1(uint8_t out[320], const Poly& t1) {
-  ActiveBackend().pack_t1(out, t1);
-}
-void UnpackT1(Poly& t1, const uint8_t in[320]) {
-  ActiveBackend().unpack_t1(t1, in);
-}
-void UnpackT1Shifted(Poly& t, const uint8_t in[320]) {
-  ActiveBackend().unpack_t1_shifted(t, in);
-}
-void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly& s) {
-  ActiveBackend().power2round_pack_t1(t1_out, t0, r, s);
-}
 template <int Eta>
 void PackEta(uint8_t* out, const Poly& s) {
   const Backend& be = ActiveBackend();
@@ -115,12 +65,6 @@ template <int Eta>
 uint32_t UnpackEta(Poly& s, const uint8_t* in) {
   const Backend& be = ActiveBackend();
   return (Eta == 2 ? be.unpack_eta2 : be.unpack_eta4)(s, in);
-}
-void PackT0(uint8_t out[416], const Poly& t0) {
-  ActiveBackend().pack_t0(out, t0);
-}
-void UnpackT0(Poly& t0, const uint8_t in[416]) {
-  ActiveBackend().unpack_t0(t0, in);
 }
 template <int Gamma1Bits>
 void PackZ(uint8_t* out, const Poly& z) {

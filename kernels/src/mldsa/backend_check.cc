@@ -5,7 +5,9 @@
 // before a SIMD backend is first selected, beside the Keccak and SM3 checks: a miscompiled kernel
 // or a faulty unit makes the whole ISA unavailable instead of computing wrong signatures. The
 // differential tests (tests/kernels/test_mldsa_avx2.cc) cover the same hooks on edge and 10,000
-// random inputs; this is the quick version every process runs once.
+// random inputs; this is the quick version every process runs once. It walks the hook list
+// (mldsa/hooks.def), so a new hook is checked as soon as it has its case in CheckHook, and cannot
+// be added without one.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -47,12 +49,51 @@ struct Out {
   uint64_t w;
 };
 
-// The check's inputs and outputs, on the heap (~24 KiB: any thread may be the one that runs the
-// detection) and per call (tests call TableMatchesPortable too).
+// The check's inputs and outputs, on the heap (~60 KiB: any thread may be the one that runs the
+// detection) and per call (tests call TableMatchesPortable too). The inputs are read-only once
+// filled, one set per input range; each hook's check copies what its kernel modifies.
 struct Scratch {
   Out ref, got, state;
-  Poly in[8], in2[8];
+  Poly in[8], in2[8];                           // |c| < q
+  Poly hint;                                    // {0, 1}
+  Poly y20;                                     // |c| <= 2^20
+  Poly qq;                                      // [-q, q]
+  Poly r32;                                     // [-2^31, 2^31 - 2^22 - 1]
+  Poly w30, w30b;                               // |c| < 2^30
+  Poly t10;                                     // [0, 2^10)
+  Poly std;                                     // [0, q), with Decompose's corner case q - 1
+  Poly a0_small, a1_small, a0_large, a1_large;  // make_hint's inputs
+  Poly w1_small, w1_large;                      // [0, (q-1)/(2 gamma2))
+  Poly eta2, eta4, t0, z17, z19;                // the packings' ranges
+  uint8_t bytes[1024 + 64];
 };
+
+void Fill(Scratch& sc) {
+  Gen g{0x6d6c647361ull};
+  for (Poly& p : sc.in) g.Fill(p, -(kQ - 1), kQ - 1);
+  for (Poly& p : sc.in2) g.Fill(p, -(kQ - 1), kQ - 1);
+  for (int32_t& c : sc.hint.coeffs) c = static_cast<int32_t>(g.Next() & 1);
+  g.Fill(sc.y20, -(1 << 20), 1 << 20);
+  g.Fill(sc.qq, -kQ, kQ);
+  g.Fill(sc.r32, -(int64_t{1} << 31), (int64_t{1} << 31) - (1 << 22) - 1);
+  g.Fill(sc.w30, -(1 << 30) + 1, (1 << 30) - 1);
+  g.Fill(sc.w30b, -(1 << 30) + 1, (1 << 30) - 1);
+  g.Fill(sc.t10, 0, (1 << 10) - 1);
+  g.Fill(sc.std, 0, kQ - 1);
+  sc.std.coeffs[0] = kQ - 1;  // Decompose's corner case
+  g.Fill(sc.a0_small, -kG2Small - 2, kG2Small + 2);
+  g.Fill(sc.a1_small, 0, (kQ - 1) / (2 * kG2Small) - 1);
+  g.Fill(sc.a0_large, -kG2Large - 2, kG2Large + 2);
+  g.Fill(sc.a1_large, 0, (kQ - 1) / (2 * kG2Large) - 1);
+  g.Fill(sc.w1_small, 0, (kQ - 1) / (2 * kG2Small) - 1);
+  g.Fill(sc.w1_large, 0, (kQ - 1) / (2 * kG2Large) - 1);
+  g.Fill(sc.eta2, -2, 2);
+  g.Fill(sc.eta4, -4, 4);
+  g.Fill(sc.t0, -(1 << 12) + 1, 1 << 12);
+  g.Fill(sc.z17, -(1 << 17) + 1, 1 << 17);
+  g.Fill(sc.z19, -(1 << 19) + 1, 1 << 19);
+  g.Bytes(sc.bytes, sizeof(sc.bytes));
+}
 
 // Runs call(table, out) with the portable table and with `be` on identically pre-filled outputs
 // and compares everything (a write past an encoding shows as a difference too).
@@ -65,129 +106,192 @@ bool Same(Scratch& sc, const Backend& be, Call&& call) {
   return std::memcmp(&sc.ref, &sc.got, sizeof(sc.ref)) == 0;
 }
 
+constexpr int kTau = 49;
+constexpr uint32_t kFirst = kN - kTau;
+
+// sample_in_ball_steps of table t from a fixed state on the first 96 candidate bytes: the list in
+// o.b (positions, then signs), the next position in o.u, the unused sign bits in o.w.
+void BallSteps(const Backend& t, Out& o, const uint8_t* cand) {
+  uint8_t* pos = o.b;
+  int8_t* sgn = reinterpret_cast<int8_t*>(o.b + kBallSlots);
+  std::memset(o.b, 0, 2 * kBallSlots);
+  uint32_t i = kFirst;
+  uint64_t signs = 0x0123456789abcdefull;
+  t.sample_in_ball_steps(pos, sgn, i, kFirst, signs, cand, 96);
+  o.u = i;
+  o.w = signs;
+}
+
+// The check of one hook of `be`: its kernel against the portable one on inputs inside the hook's
+// contract (mldsa/hooks.def). One case per hook of the list and no default: a hook added to the
+// list without a case here is a compile error (-Wswitch, made an error below).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+bool CheckHook(Hook hook, const Backend& be, Scratch& sc) {
+  const Poly* in = sc.in;
+  const Poly* in2 = sc.in2;
+  const uint8_t* bytes = sc.bytes;
+  auto same = [&](auto&& call) { return Same(sc, be, call); };
+  // Rejection sampling: outputs beyond the returned count are scratch, compared only up to it.
+  auto reject = [&](int (*Backend::*member)(int32_t*, int, const uint8_t*, size_t), size_t len) {
+    return same([&](const Backend& t, Out& o) {
+      const int n = (t.*member)(o.p[0].coeffs, 3, bytes, len);
+      o.r = n;
+      for (int k = n; k < kN; ++k) o.p[0].coeffs[k] = 0;
+    });
+  };
+  switch (hook) {
+    // ---- Arithmetic ----
+    case Hook::ntt:
+      return same([&](const Backend& t, Out& o) {
+        o.p[0] = in[0];
+        t.ntt(o.p[0]);
+      });
+    case Hook::invntt_to_mont:
+      return same([&](const Backend& t, Out& o) {
+        o.p[0] = sc.qq;
+        t.invntt_to_mont(o.p[0]);
+      });
+    case Hook::pointwise_montgomery:
+      return same([&](const Backend& t, Out& o) { t.pointwise_montgomery(o.p[0], in[0], in2[0]); });
+    case Hook::pointwise_acc_montgomery:
+      return same(
+          [&](const Backend& t, Out& o) { t.pointwise_acc_montgomery(o.p[0], in, in2, 7); });
+    case Hook::pointwise_acc_sub_montgomery:
+      return same([&](const Backend& t, Out& o) {
+        t.pointwise_acc_sub_montgomery(o.p[0], in, in2, 6, in[7], in2[7]);
+      });
+    case Hook::reduce32:
+      return same([&](const Backend& t, Out& o) {
+        o.p[0] = sc.r32;
+        t.reduce32(o.p[0]);
+      });
+    case Hook::caddq:
+      return same([&](const Backend& t, Out& o) {
+        o.p[0] = in[1];
+        t.caddq(o.p[0]);
+      });
+    case Hook::add:
+      return same([&](const Backend& t, Out& o) { t.add(o.p[0], sc.w30, sc.w30b); });
+    case Hook::sub:
+      return same([&](const Backend& t, Out& o) { t.sub(o.p[0], sc.w30, sc.w30b); });
+    case Hook::shift_left_d:
+      return same([&](const Backend& t, Out& o) {
+        o.p[0] = sc.t10;
+        t.shift_left_d(o.p[0]);
+      });
+    case Hook::split_low9:
+      return same([&](const Backend& t, Out& o) { t.split_low9(o.p[0], o.p[1], sc.w30); });
+    case Hook::split_low9_add_norm:
+      return same([&](const Backend& t, Out& o) {
+        o.r = t.split_low9_add_norm(o.p[0], o.p[1], in[1], sc.y20, (1 << 19) - 17);
+      });
+
+    // ---- Rounding ----
+    case Hook::power2round:
+      return same([&](const Backend& t, Out& o) { t.power2round(o.p[0], o.p[1], sc.std); });
+    case Hook::decompose_small:
+      return same([&](const Backend& t, Out& o) { t.decompose_small(o.p[0], o.p[1], sc.std); });
+    case Hook::decompose_large:
+      return same([&](const Backend& t, Out& o) { t.decompose_large(o.p[0], o.p[1], sc.std); });
+    case Hook::make_hint_small:
+      return same([&](const Backend& t, Out& o) {
+        o.u = t.make_hint_small(o.p[0], sc.a0_small, sc.a1_small);
+      });
+    case Hook::make_hint_large:
+      return same([&](const Backend& t, Out& o) {
+        o.u = t.make_hint_large(o.p[0], sc.a0_large, sc.a1_large);
+      });
+    case Hook::use_hint_small:
+      return same([&](const Backend& t, Out& o) { t.use_hint_small(o.p[0], sc.std, sc.hint); });
+    case Hook::use_hint_large:
+      return same([&](const Backend& t, Out& o) { t.use_hint_large(o.p[0], sc.std, sc.hint); });
+    case Hook::exceeds_norm:
+      return same([&](const Backend& t, Out& o) {
+        o.u = t.exceeds_norm(sc.y20, 1 << 19) ^ (t.exceeds_norm(sc.y20, 1 << 21) << 1);
+      });
+
+    // ---- Packing ----
+    case Hook::pack_t1:
+      return same([&](const Backend& t, Out& o) { t.pack_t1(o.b, sc.t10); });
+    case Hook::unpack_t1:
+      return same([&](const Backend& t, Out& o) { t.unpack_t1(o.p[0], bytes); });
+    case Hook::unpack_t1_shifted:
+      return same([&](const Backend& t, Out& o) { t.unpack_t1_shifted(o.p[0], bytes); });
+    case Hook::power2round_pack_t1:
+      return same(
+          [&](const Backend& t, Out& o) { t.power2round_pack_t1(o.b, o.p[0], sc.std, in[3]); });
+    case Hook::pack_eta2:
+      return same([&](const Backend& t, Out& o) { t.pack_eta2(o.b, sc.eta2); });
+    case Hook::pack_eta4:
+      return same([&](const Backend& t, Out& o) { t.pack_eta4(o.b, sc.eta4); });
+    case Hook::unpack_eta2:
+      return same([&](const Backend& t, Out& o) { o.u = t.unpack_eta2(o.p[0], bytes); });
+    case Hook::unpack_eta4:
+      return same([&](const Backend& t, Out& o) { o.u = t.unpack_eta4(o.p[0], bytes); });
+    case Hook::pack_t0:
+      return same([&](const Backend& t, Out& o) { t.pack_t0(o.b, sc.t0); });
+    case Hook::unpack_t0:
+      return same([&](const Backend& t, Out& o) { t.unpack_t0(o.p[0], bytes); });
+    case Hook::pack_z17:
+      return same([&](const Backend& t, Out& o) { t.pack_z17(o.b, sc.z17); });
+    case Hook::pack_z19:
+      return same([&](const Backend& t, Out& o) { t.pack_z19(o.b, sc.z19); });
+    case Hook::unpack_z17:
+      return same([&](const Backend& t, Out& o) { t.unpack_z17(o.p[0], bytes); });
+    case Hook::unpack_z19:
+      return same([&](const Backend& t, Out& o) { t.unpack_z19(o.p[0], bytes); });
+    case Hook::pack_w1_small:
+      return same([&](const Backend& t, Out& o) { t.pack_w1_small(o.b, sc.w1_small); });
+    case Hook::pack_w1_large:
+      return same([&](const Backend& t, Out& o) { t.pack_w1_large(o.b, sc.w1_large); });
+    case Hook::decompose_pack_w1_small:
+      return same(
+          [&](const Backend& t, Out& o) { t.decompose_pack_w1_small(o.b, o.p[0], o.p[1], in[2]); });
+    case Hook::decompose_pack_w1_large:
+      return same(
+          [&](const Backend& t, Out& o) { t.decompose_pack_w1_large(o.b, o.p[0], o.p[1], in[2]); });
+    case Hook::use_hint_pack_w1_small:
+      return same([&](const Backend& t, Out& o) { t.use_hint_pack_w1_small(o.b, in[3], sc.hint); });
+    case Hook::use_hint_pack_w1_large:
+      return same([&](const Backend& t, Out& o) { t.use_hint_pack_w1_large(o.b, in[3], sc.hint); });
+
+    // ---- Sampling ----
+    case Hook::reject_uniform:
+      return reject(&Backend::reject_uniform, 3 * 168);
+    case Hook::reject_eta2:
+      return reject(&Backend::reject_eta2, 136);
+    case Hook::reject_eta4:
+      return reject(&Backend::reject_eta4, 136);
+    case Hook::sample_in_ball_steps:
+      return same([&](const Backend& t, Out& o) { BallSteps(t, o, bytes); });
+    case Hook::sample_in_ball_expand: {
+      Out& state = sc.state;
+      BallSteps(kPortable, state, bytes);  // a reachable list: the portable steps' output
+      const int used = static_cast<int>(state.u - kFirst);
+      return same([&](const Backend& t, Out& o) {
+        t.sample_in_ball_expand(o.p[0], state.b,
+                                reinterpret_cast<const int8_t*>(state.b + kBallSlots), used);
+      });
+    }
+
+    case Hook::kCount:
+      break;
+  }
+  return false;
+}
+#pragma GCC diagnostic pop
+
 }  // namespace
 
 bool TableMatchesPortable(const Backend& be) {
-  const Backend& ref = kPortable;
-  Gen g{0x6d6c647361ull};
-  bool ok = true;
   const auto sc = std::make_unique<Scratch>();
-  Poly(&in)[8] = sc->in;
-  Poly(&in2)[8] = sc->in2;
-  uint8_t bytes[1024 + 64];
-  auto fill_all = [&](int64_t lo, int64_t hi) {
-    for (Poly& p : in) g.Fill(p, lo, hi);
-    for (Poly& p : in2) g.Fill(p, lo, hi);
-  };
-#define PQCD_CHECK(hook, ...)                                            \
-  if (be.hook != ref.hook) {                                             \
-    ok &= Same(*sc, be, [&](const Backend& t, Out& o) { __VA_ARGS__; }); \
-  }
-
-  // ---- Arithmetic ----
-  fill_all(-(kQ - 1), kQ - 1);
-  PQCD_CHECK(ntt, o.p[0] = in[0]; t.ntt(o.p[0]));
-  PQCD_CHECK(pointwise_montgomery, t.pointwise_montgomery(o.p[0], in[0], in2[0]));
-  PQCD_CHECK(pointwise_acc_montgomery, t.pointwise_acc_montgomery(o.p[0], in, in2, 7));
-  PQCD_CHECK(pointwise_acc_sub_montgomery,
-             t.pointwise_acc_sub_montgomery(o.p[0], in, in2, 6, in[7], in2[7]));
-  PQCD_CHECK(caddq, o.p[0] = in[1]; t.caddq(o.p[0]));
-  PQCD_CHECK(decompose_pack_w1_small, t.decompose_pack_w1_small(o.b, o.p[0], o.p[1], in[2]));
-  PQCD_CHECK(decompose_pack_w1_large, t.decompose_pack_w1_large(o.b, o.p[0], o.p[1], in[2]));
-  for (int32_t& c : in2[3].coeffs) c = static_cast<int32_t>(g.Next() & 1);  // hints
-  PQCD_CHECK(use_hint_pack_w1_small, t.use_hint_pack_w1_small(o.b, in[3], in2[3]));
-  PQCD_CHECK(use_hint_pack_w1_large, t.use_hint_pack_w1_large(o.b, in[3], in2[3]));
-  g.Fill(in[4], -(1 << 20), 1 << 20);
-  PQCD_CHECK(split_low9_add_norm,
-             o.r = t.split_low9_add_norm(o.p[0], o.p[1], in[1], in[4], (1 << 19) - 17));
-  g.Fill(in[5], -kQ, kQ);
-  PQCD_CHECK(invntt_to_mont, o.p[0] = in[5]; t.invntt_to_mont(o.p[0]));
-  g.Fill(in[6], -(int64_t{1} << 31), (int64_t{1} << 31) - (1 << 22) - 1);
-  PQCD_CHECK(reduce32, o.p[0] = in[6]; t.reduce32(o.p[0]));
-  g.Fill(in[6], -(1 << 30) + 1, (1 << 30) - 1);
-  g.Fill(in2[6], -(1 << 30) + 1, (1 << 30) - 1);
-  PQCD_CHECK(add, t.add(o.p[0], in[6], in2[6]));
-  PQCD_CHECK(sub, t.sub(o.p[0], in[6], in2[6]));
-  PQCD_CHECK(split_low9, t.split_low9(o.p[0], o.p[1], in[6]));
-  PQCD_CHECK(exceeds_norm,
-             o.u = t.exceeds_norm(in[4], 1 << 19) ^ (t.exceeds_norm(in[4], 1 << 21) << 1));
-  g.Fill(in[7], 0, (1 << 10) - 1);
-  PQCD_CHECK(shift_left_d, o.p[0] = in[7]; t.shift_left_d(o.p[0]));
-  PQCD_CHECK(pack_t1, t.pack_t1(o.b, in[7]));
-
-  // ---- Rounding ----
-  g.Fill(in[0], 0, kQ - 1);
-  in[0].coeffs[0] = kQ - 1;  // Decompose's corner case
-  PQCD_CHECK(power2round, t.power2round(o.p[0], o.p[1], in[0]));
-  PQCD_CHECK(decompose_small, t.decompose_small(o.p[0], o.p[1], in[0]));
-  PQCD_CHECK(decompose_large, t.decompose_large(o.p[0], o.p[1], in[0]));
-  PQCD_CHECK(use_hint_small, t.use_hint_small(o.p[0], in[0], in2[3]));
-  PQCD_CHECK(use_hint_large, t.use_hint_large(o.p[0], in[0], in2[3]));
-  g.Fill(in[1], -kG2Small - 2, kG2Small + 2);
-  g.Fill(in[2], 0, (kQ - 1) / (2 * kG2Small) - 1);
-  PQCD_CHECK(make_hint_small, o.u = t.make_hint_small(o.p[0], in[1], in[2]));
-  g.Fill(in[1], -kG2Large - 2, kG2Large + 2);
-  g.Fill(in[2], 0, (kQ - 1) / (2 * kG2Large) - 1);
-  PQCD_CHECK(make_hint_large, o.u = t.make_hint_large(o.p[0], in[1], in[2]));
-  g.Fill(in[3], -(kQ - 1), kQ - 1);
-  PQCD_CHECK(power2round_pack_t1, t.power2round_pack_t1(o.b, o.p[0], in[0], in[3]));
-  g.Fill(in[4], 0, (kQ - 1) / (2 * kG2Small) - 1);
-  PQCD_CHECK(pack_w1_small, t.pack_w1_small(o.b, in[4]));
-  g.Fill(in[4], 0, (kQ - 1) / (2 * kG2Large) - 1);
-  PQCD_CHECK(pack_w1_large, t.pack_w1_large(o.b, in[4]));
-
-  // ---- Packing ----
-  g.Fill(in[0], -2, 2);
-  g.Fill(in[1], -4, 4);
-  g.Fill(in[2], -(1 << 12) + 1, 1 << 12);
-  g.Fill(in[3], -(1 << 17) + 1, 1 << 17);
-  g.Fill(in[4], -(1 << 19) + 1, 1 << 19);
-  PQCD_CHECK(pack_eta2, t.pack_eta2(o.b, in[0]));
-  PQCD_CHECK(pack_eta4, t.pack_eta4(o.b, in[1]));
-  PQCD_CHECK(pack_t0, t.pack_t0(o.b, in[2]));
-  PQCD_CHECK(pack_z17, t.pack_z17(o.b, in[3]));
-  PQCD_CHECK(pack_z19, t.pack_z19(o.b, in[4]));
-  g.Bytes(bytes, sizeof(bytes));
-  PQCD_CHECK(unpack_t1, t.unpack_t1(o.p[0], bytes));
-  PQCD_CHECK(unpack_t1_shifted, t.unpack_t1_shifted(o.p[0], bytes));
-  PQCD_CHECK(unpack_eta2, o.u = t.unpack_eta2(o.p[0], bytes));
-  PQCD_CHECK(unpack_eta4, o.u = t.unpack_eta4(o.p[0], bytes));
-  PQCD_CHECK(unpack_t0, t.unpack_t0(o.p[0], bytes));
-  PQCD_CHECK(unpack_z17, t.unpack_z17(o.p[0], bytes));
-  PQCD_CHECK(unpack_z19, t.unpack_z19(o.p[0], bytes));
-
-  // ---- Sampling (outputs beyond the returned count are scratch: compared only up to it) ----
-  auto reject = [&](int (*hook)(int32_t*, int, const uint8_t*, size_t), size_t len, Out& o) {
-    const int n = hook(o.p[0].coeffs, 3, bytes, len);
-    o.r = n;
-    for (int k = n; k < kN; ++k) o.p[0].coeffs[k] = 0;
-  };
-  PQCD_CHECK(reject_uniform, reject(t.reject_uniform, 3 * 168, o));
-  PQCD_CHECK(reject_eta2, reject(t.reject_eta2, 136, o));
-  PQCD_CHECK(reject_eta4, reject(t.reject_eta4, 136, o));
-  constexpr int kTau = 49;
-  constexpr uint32_t kFirst = kN - kTau;
-  auto steps = [&](const Backend& t, Out& o) {
-    uint8_t* pos = o.b;
-    int8_t* sgn = reinterpret_cast<int8_t*>(o.b + kBallSlots);
-    std::memset(o.b, 0, 2 * kBallSlots);
-    uint32_t i = kFirst;
-    uint64_t signs = 0x0123456789abcdefull;
-    t.sample_in_ball_steps(pos, sgn, i, kFirst, signs, bytes, 96);
-    o.u = i;
-    o.w = signs;
-  };
-  PQCD_CHECK(sample_in_ball_steps, steps(t, o));
-  if (be.sample_in_ball_expand != ref.sample_in_ball_expand) {
-    Out& state = sc->state;
-    steps(ref, state);  // a reachable list: the portable steps' output
-    const int used = static_cast<int>(state.u - kFirst);
-    ok &= Same(*sc, be, [&](const Backend& t, Out& o) {
-      t.sample_in_ball_expand(o.p[0], state.b,
-                              reinterpret_cast<const int8_t*>(state.b + kBallSlots), used);
-    });
-  }
-#undef PQCD_CHECK
+  Fill(*sc);
+  bool ok = true;
+  // Every hook of the list that `be` sets to something other than the portable kernel.
+#define PQCD_HOOK(hook, Kernel, Ret, Params) \
+  if (be.hook != kPortable.hook) ok &= CheckHook(Hook::hook, be, *sc);
+#include "mldsa/hooks.def"
   return ok;
 }
 

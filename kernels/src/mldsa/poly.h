@@ -1,9 +1,11 @@
 // ML-DSA (FIPS 204) polynomial layer: arithmetic in R_q = Z_q[X]/(X^256 + 1), the NTT, rounding
 // (Power2Round / Decompose / hints), norm checks and bit packing.
 //
-// This is the portable reference of every polynomial kernel. Each function states the bounds it
-// expects on its input coefficients and guarantees on its output: that is the contract a SIMD
-// backend must meet, byte for byte. "Standard representative" means [0, q).
+// The algorithm code calls these functions; they forward to the active backend table
+// (mldsa/backend.h, forwarding in mldsa/backend.cc), whose portable kernels are the reference. Each
+// function (here, or its hook in mldsa/hooks.def) states the bounds it expects on its input
+// coefficients and guarantees on its output: that is the contract a SIMD backend must meet, byte
+// for byte. "Standard representative" means [0, q).
 //
 // Everything here is constant time with respect to coefficient values: no branch, memory index or
 // division depends on them (divisions by constants are multiply-shift sequences).
@@ -14,6 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+
+#include "hook_list.h"
 
 namespace pqcd::kernels::mldsa {
 
@@ -30,61 +34,16 @@ static_assert(sizeof(Poly) == 1024);
 template <int N>
 using PolyVec = std::array<Poly, N>;
 
-// ---- Arithmetic ------------------------------------------------------------------------------
-
-// Forward NTT (FIPS 204 Alg. 41), in place, bit-reversed output order, no final reduction.
-// In: |a_i| < q. Out: |a_i| < 9q.
-void Ntt(Poly& a);
-
-// Inverse NTT (FIPS 204 Alg. 42) followed by multiplication by 2^32 ("to Montgomery"), so that
-// InvNttToMont(PointwiseMontgomery(Ntt(a), Ntt(b))) = a * b exactly mod q.
-// In: |a_i| <= q. Out: |a_i| < q.
-void InvNttToMont(Poly& a);
-
-// c_i = a_i * b_i * 2^-32 mod q. In: |a_i * b_i| < 2^31 q (e.g. both < 9q). Out: |c_i| < q.
-void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
-
-// c_i = sum_j a[j]_i * b[j]_i * 2^-32 mod q, accumulated in 64 bits with one reduction.
-// In: sum_j |a[j]_i * b[j]_i| < 2^31 q (e.g. n <= 8, a[j] in [0, q), |b[j]_i| < 9q). Out: |c_i| <
-// q.
-void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
-
-// c_i = (sum_j a[j]_i * b[j]_i - x_i * y_i) * 2^-32 mod q, accumulated in 64 bits with one
-// reduction (the verifier's A-hat z-hat - c-hat t1-hat). In: sum_j |a[j]_i * b[j]_i| + |x_i * y_i|
-// < 2^31 q (e.g. n <= 7, a[j] in [0, q), |b[j]_i|, |x_i|, |y_i| < 9q). Out: |c_i| < q.
-void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
-                               const Poly& y);
-
-// a_i = a_i mod q, a representative in [-6283008, 6283008]. In: a_i <= 2^31 - 2^22 - 1.
-// A value whose centered representative v has |v| < 2097409 comes out as v exactly.
-void Reduce32(Poly& a);
-
-// Adds q to negative coefficients. In: |a_i| < q. Out: [0, q).
-void CAddQ(Poly& a);
-
-// c = a + b, c = a - b, no reduction. In: the sums must fit in int32 (callers keep |.| < 2^30).
-void Add(Poly& c, const Poly& a, const Poly& b);
-void Sub(Poly& c, const Poly& a, const Poly& b);
-
-// a_i = a_i * 2^13. In: a_i in [0, 2^10). Out: [0, q).
-void ShiftLeftD(Poly& a);
-
-// Splits exact integers v_i = lo_i + 2^9 hi_i with lo_i in [-256, 256): lo_i = ((v_i + 256) mod
-// 2^9) - 256, hi_i = (v_i - lo_i) / 2^9. In: |v_i| < 2^30. lo may alias v.
-// The signer gets c s1 + 2^9 c s2 from one inverse NTT (|c s1|, |c s2| <= beta < 256) and splits
-// it into c s1 (lo) and c s2 (hi).
-void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
-
-// The signer's fused pass: x = Reduce32(v) (|v_i| < q), then SplitLow9(x) into lo and hi,
-// lo_i += y_i; returns ExceedsNorm(lo, bound). In: |y_i| <= 2^20, bound in (0, 2^30). lo may alias
-// v.
-uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound);
+// The hook functions: Ntt, InvNttToMont, PointwiseMontgomery, PointwiseAccMontgomery,
+// PointwiseAccSubMontgomery, Reduce32, CAddQ, Add, Sub, ShiftLeftD, SplitLow9, SplitLow9AddNorm,
+// Power2Round, ExceedsNorm, PackT1, UnpackT1, UnpackT1Shifted, Power2RoundPackT1, PackT0 and
+// UnpackT0, declared from the hook list (every PQCD_FORWARDED_HOOK line of mldsa/hooks.def, which
+// gives each one's signature and contract) and defined in mldsa/backend.cc.
+#define PQCD_FORWARDED_HOOK(hook, Kernel, Ret, Params, Args) \
+  PQCD_HOOK_DECLARATION(hook, Kernel, Ret, Params)
+#include "mldsa/hooks.def"
 
 // ---- Rounding (FIPS 204 §7.4) ----------------------------------------------------------------
-
-// Power2Round (Alg. 35): t = t1 * 2^13 + t0. In: t_i in [0, q).
-// Out: t1_i in [0, 2^10), t0_i in (-2^12, 2^12].
-void Power2Round(Poly& t1, Poly& t0, const Poly& t);
 
 // Decompose (Alg. 36): r = r1 * 2 gamma2 + r0 mod q, with the q-1 corner case folded to r1 = 0.
 // In: r_i in [0, q). Out: r1_i in [0, (q-1)/(2 gamma2)), r0_i in [-gamma2, gamma2].
@@ -104,23 +63,7 @@ unsigned MakeHint(Poly& h, const Poly& a0, const Poly& a1);
 template <int32_t Gamma2>
 void UseHint(Poly& out, const Poly& r, const Poly& h);
 
-// All-ones when some |a_i| >= bound, else 0, without data-dependent branches (the caller
-// declassifies the verdict). In: |a_i| < 2^31 - 1, bound <= (q-1)/8... any bound in (0, 2^31).
-uint32_t ExceedsNorm(const Poly& a, int32_t bound);
-
 // ---- Bit packing (FIPS 204 §7.1, Alg. 16-19 specialized) --------------------------------------
-
-// SimpleBitPack(t1, 2^10 - 1): 320 bytes. In: [0, 2^10).
-void PackT1(uint8_t out[320], const Poly& t1);
-void UnpackT1(Poly& t1, const uint8_t in[320]);  // Out: [0, 2^10)
-
-// UnpackT1 followed by ShiftLeftD: t1_i * 2^13 in [0, q).
-void UnpackT1Shifted(Poly& t, const uint8_t in[320]);
-
-// Key generation's fused pass: t = (r + s) mod q in [0, q) (as Reduce32 then CAddQ), then
-// Power2Round(t): t1 packed into t1_out (PackT1, 320 bytes), t0 stored into t0 (may alias r).
-// In: |r_i + s_i| <= 2^31 - 2^22 - 1 (e.g. |r_i| < q, |s_i| <= eta).
-void Power2RoundPackT1(uint8_t t1_out[320], Poly& t0, const Poly& r, const Poly& s);
 
 // BitPack(s, eta, eta): 96 bytes (eta = 2) or 128 bytes (eta = 4). In: [-eta, eta].
 template <int Eta>
@@ -131,10 +74,6 @@ template <int Eta>
 uint32_t UnpackEta(Poly& s, const uint8_t* in);
 template <int Eta>
 inline constexpr size_t kEtaPackedBytes = Eta == 2 ? 96 : 128;
-
-// BitPack(t0, 2^12 - 1, 2^12): 416 bytes. In: (-2^12, 2^12]. Unpack out: same range.
-void PackT0(uint8_t out[416], const Poly& t0);
-void UnpackT0(Poly& t0, const uint8_t in[416]);
 
 // BitPack(z, gamma1 - 1, gamma1), gamma1 = 2^Gamma1Bits: 32 * (Gamma1Bits + 1) bytes.
 // In: (-gamma1, gamma1]. Unpack out: (-gamma1, gamma1] (every bit pattern is valid).

@@ -1,84 +1,23 @@
 // AVX2 ML-DSA polynomial kernels (poly_avx2.cc, pack_avx2.cc, sample_avx2.cc here, built with the
 // avx2 flags only).
 //
-// Plain function declarations. They are reached only through the avx2 ML-DSA table (backend.cc
-// here), which the avx2 and avx512 backends use. Every function meets the contract of its hook in
-// mldsa/backend.h and returns byte-identical results (same Montgomery representatives, same
-// coefficient order); tests/kernels/test_mldsa_avx2.cc checks it.
+// One kernel per hook in kKernels below (all but pack_z17), named and declared as the hook list
+// says (mldsa/hooks.def, through mldsa/isa_kernels.inc: avx2::Ntt, ...). They are reached only
+// through the avx2 ML-DSA table (backend.cc here), which the avx512 table builds on. Every kernel
+// meets the contract of its hook and returns byte-identical results (same Montgomery
+// representatives, same coefficient order); tests/kernels/test_mldsa_avx2.cc checks it. The
+// 64-slot list of SampleInBall's kernels lives in 2 + 2 registers of 32 int8 lanes; every step is
+// compares and blends. Declarations and constants only (WithKernels is consteval).
 //
 // Internal header of pqcd_mldsa; not part of the public API.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
-#include "mldsa/poly.h"
+#include "mldsa/backend.h"
 
 namespace pqcd::kernels::mldsa::avx2 {
 
-void Ntt(Poly& a);
-void InvNttToMont(Poly& a);
-void PointwiseMontgomery(Poly& c, const Poly& a, const Poly& b);
-void PointwiseAccMontgomery(Poly& c, const Poly* a, const Poly* b, int n);
-void PointwiseAccSubMontgomery(Poly& c, const Poly* a, const Poly* b, int n, const Poly& x,
-                               const Poly& y);
-void Reduce32(Poly& a);
-void CAddQ(Poly& a);
-void Add(Poly& c, const Poly& a, const Poly& b);
-void Sub(Poly& c, const Poly& a, const Poly& b);
-void ShiftLeftD(Poly& a);
-void SplitLow9(Poly& lo, Poly& hi, const Poly& v);
-uint32_t SplitLow9AddNorm(Poly& lo, Poly& hi, const Poly& v, const Poly& y, int32_t bound);
-void Power2Round(Poly& t1, Poly& t0, const Poly& t);
-// Gamma2 is (q-1)/88 or (q-1)/32 (the only instantiations).
-void DecomposeSmall(Poly& r1, Poly& r0, const Poly& r);
-void DecomposeLarge(Poly& r1, Poly& r0, const Poly& r);
-unsigned MakeHintSmall(Poly& h, const Poly& a0, const Poly& a1);
-unsigned MakeHintLarge(Poly& h, const Poly& a0, const Poly& a1);
-void UseHintSmall(Poly& out, const Poly& r, const Poly& h);
-void UseHintLarge(Poly& out, const Poly& r, const Poly& h);
-uint32_t ExceedsNorm(const Poly& a, int32_t bound);
-void UnpackT1(Poly& t1, const uint8_t* in);        // 320 bytes
-void UnpackT1Shifted(Poly& t, const uint8_t* in);  // 320 bytes, t1 * 2^13
-void UnpackZ17(Poly& z, const uint8_t* in);        // 576 bytes
-void UnpackZ19(Poly& z, const uint8_t* in);        // 640 bytes
-
-// Bit packing of small fields (pack_avx2.cc); same bytes as the portable PackCoeffs.
-void PackT1(uint8_t* out, const Poly& t1);        // 320 bytes
-void PackT0(uint8_t* out, const Poly& t0);        // 416 bytes
-void UnpackT0(Poly& t0, const uint8_t* in);       // 416 bytes
-void PackEta2(uint8_t* out, const Poly& s);       // 96 bytes
-void PackEta4(uint8_t* out, const Poly& s);       // 128 bytes
-uint32_t UnpackEta2(Poly& s, const uint8_t* in);  // all-ones when a field is above 2 eta
-uint32_t UnpackEta4(Poly& s, const uint8_t* in);
-void PackW1Small(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/88: 6 bits, 192 bytes
-void PackW1Large(uint8_t* out, const Poly& w1);  // gamma2 = (q-1)/32: 4 bits, 128 bytes
-void PackZ19(uint8_t* out, const Poly& z);       // gamma1 = 2^19: 20 bits, 640 bytes
-// Fused passes (pack_avx2.cc): CAddQ + UseHint + PackW1, and (r + s) mod q + Power2Round +
-// PackT1 with t0 stored (t0 may alias r).
-void UseHintPackW1Small(uint8_t* out, const Poly& r, const Poly& h);
-void UseHintPackW1Large(uint8_t* out, const Poly& r, const Poly& h);
-void Power2RoundPackT1(uint8_t* t1_out, Poly& t0, const Poly& r, const Poly& s);
-// CAddQ + Decompose + PackW1 (the signer's w).
-void DecomposePackW1Small(uint8_t* out, Poly& r1, Poly& r0, const Poly& r);
-void DecomposePackW1Large(uint8_t* out, Poly& r1, Poly& r0, const Poly& r);
-
-// RejNTTPoly's inner loop (public data): appends the 3-byte candidates of buf[0..len) below q to
-// a[count..256) and returns the new count (same result as the portable loop).
-int RejectUniform(int32_t* a, int count, const uint8_t* buf, size_t len);
-
-// RejBoundedPoly's inner loop (sample_avx2.cc; buf is secret): appends CoeffFromHalfByte of the
-// accepted half-bytes of buf[0..len) (low half of each byte first) to a[count..256) and returns
-// the new count; only the accept pattern is declassified (CtPublic). Same result as the portable
-// loop in sample.cc.
-int RejectEta2(int32_t* a, int count, const uint8_t* buf, size_t len);
-int RejectEta4(int32_t* a, int count, const uint8_t* buf, size_t len);
-
-// SampleInBall's constant-time kernels (sample_avx2.cc; candidates and state are secret): same
-// contract and result as the portable hooks (mldsa/backend.h, sample_in_ball_steps/expand).
-// The 64-slot list lives in 2 + 2 registers of 32 int8 lanes; every step is compares and blends.
-void SampleInBallSteps(uint8_t* pos, int8_t* sgn, uint32_t& i, uint32_t first, uint64_t& signs,
-                       const uint8_t* cand, size_t n);
-void SampleInBallExpand(Poly& c, const uint8_t* pos, const int8_t* sgn, int used);
+// The hooks with a kernel here: all but pack_z17 (no AVX2 version; the portable kernel stays).
+inline constexpr HookSet<Hook> kKernels = HookSet<Hook>::All().Without(Hook::pack_z17);
+#include "mldsa/isa_kernels.inc"
 
 }  // namespace pqcd::kernels::mldsa::avx2
