@@ -8,13 +8,13 @@
 #include <type_traits>
 
 #include "mldsa/backend.h"
+#include "mldsa/ntt_constants.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mldsa {
 namespace {
 
-constexpr int32_t kQInv = 58728449;  // q^-1 mod 2^32
-static_assert(static_cast<uint32_t>(kQ) * static_cast<uint32_t>(kQInv) == 1u);
+using ntt::kQInv;  // q^-1 mod 2^32 (mldsa/ntt_constants.h)
 
 // Montgomery reduction: returns a * 2^-32 mod q. In: |a| < 2^31 q. Out: |r| < q.
 // t = a q^-1 mod 2^32 (as a signed 32-bit value), so a - t q is divisible by 2^32, and
@@ -34,35 +34,10 @@ constexpr int32_t CAddQCoeff(int32_t a) {
   return a + ((a >> 31) & kQ);
 }
 
-// ---- NTT twiddles: zeta^brv8(i) * 2^32 mod q, centered, zeta = 1753 (FIPS 204 Appendix B). ----
-constexpr int32_t kZeta = 1753;
-
-constexpr uint32_t BitRev8(uint32_t x) {
-  uint32_t r = 0;
-  for (int i = 0; i < 8; ++i) r |= ((x >> i) & 1u) << (7 - i);
-  return r;
-}
-
-constexpr std::array<int32_t, kN> MakeZetas() {
-  std::array<int32_t, kN> z{};
-  for (uint32_t i = 0; i < kN; ++i) {
-    uint64_t v = 1;
-    for (uint32_t e = 0; e < BitRev8(i); ++e) v = v * kZeta % kQ;
-    v = (v << 32) % kQ;  // Montgomery form
-    const int64_t c =
-        v > static_cast<uint64_t>(kQ / 2) ? static_cast<int64_t>(v) - kQ : static_cast<int64_t>(v);
-    z[i] = static_cast<int32_t>(c);
-  }
-  return z;
-}
-constexpr std::array<int32_t, kN> kZetas = MakeZetas();
-static_assert(kZetas[1] == 25847 && kZetas[255] == 1976782, "zeta table (FIPS 204 Appendix B)");
-
-// 2^64 / 256 mod q: the inverse NTT's 1/256 scaling, times 2^32 twice (one is removed by the
-// Montgomery reduction, the other makes the output "to Montgomery").
-constexpr int32_t kInvNttScale = 41978;
-static_assert((static_cast<uint64_t>(kInvNttScale) * 256) % kQ ==
-              ((((uint64_t{1} << 32) % kQ) * ((uint64_t{1} << 32) % kQ)) % kQ));
+// ---- NTT twiddles: zeta^brv8(i) * 2^32 mod q, centered, zeta = 1753 (FIPS 204 Appendix B), and
+// the inverse NTT's scale 2^64 / 256 mod q (mldsa/ntt_constants.h). ----
+constexpr std::array<int32_t, kN> kZetas = ntt::Zetas();
+using ntt::kInvNttScale;
 
 // floor(x / Divisor) for 0 <= x < 2^24 by a multiply-shift (no hardware divide on secret data).
 // With M = ceil(2^48 / D) = (2^48 + e) / D, 0 <= e < D: x M / 2^48 = x / D + x e / (D 2^48), and

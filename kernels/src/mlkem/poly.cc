@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "mlkem/backend.h"
+#include "mlkem/ntt_constants.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mlkem {
@@ -14,58 +15,15 @@ namespace {
 
 // ---- Constants --------------------------------------------------------------------------------
 
-constexpr int32_t kQ32 = kQ;
-// q^-1 mod 2^16, as a signed 16-bit value (62209 - 65536).
-constexpr int32_t kQInv = -3327;
-static_assert((kQ32 * 62209) % 65536 == 1);
-// Barrett constant round(2^26 / q).
-constexpr int32_t kBarrettV = ((1 << 26) + kQ32 / 2) / kQ32;
-static_assert(kBarrettV == 20159);
-
-constexpr int32_t PowMod(int32_t base, int32_t exp) {
-  int64_t r = 1, b = base % kQ32;
-  while (exp > 0) {
-    if (exp & 1) r = r * b % kQ32;
-    b = b * b % kQ32;
-    exp >>= 1;
-  }
-  return static_cast<int32_t>(r);
-}
-constexpr int BitRev7(int k) {
-  int r = 0;
-  for (int i = 0; i < 7; ++i) r |= ((k >> i) & 1) << (6 - i);
-  return r;
-}
-// x·R mod q as the representative in [-(q-1)/2, (q-1)/2].
-constexpr int16_t ToMontCentered(int32_t x) {
-  int32_t r = static_cast<int32_t>((static_cast<int64_t>(x) << 16) % kQ32);
-  if (r > kQ32 / 2) r -= kQ32;
-  return static_cast<int16_t>(r);
-}
-
-// R^2 mod q: multiplying by it with a Montgomery multiplication gives x·R.
-constexpr int16_t kRSquared = static_cast<int16_t>((int64_t{1} << 32) % kQ32);
-static_assert(kRSquared == 1353);
-// Final scale of the inverse NTT: R^2 / 128 mod q, so that the result is R · NTT^-1.
-constexpr int16_t kInvNttScale =
-    static_cast<int16_t>(int64_t{kRSquared} * PowMod(128, kQ32 - 2) % kQ32);
-static_assert(kInvNttScale == 1441);
-
-// zetas[k] = ζ^BitRev7(k) · R mod q with ζ = 17 (FIPS 203 §4.3, Appendix A), centered.
-constexpr std::array<int16_t, 128> MakeZetas() {
-  std::array<int16_t, 128> z{};
-  for (int k = 0; k < 128; ++k) z[k] = ToMontCentered(PowMod(17, BitRev7(k)));
-  return z;
-}
-// gammas[i] = ζ^(2·BitRev7(i)+1) · R mod q (the moduli of the base multiplication), centered.
-constexpr std::array<int16_t, 128> MakeGammas() {
-  std::array<int16_t, 128> g{};
-  for (int i = 0; i < 128; ++i) g[i] = ToMontCentered(PowMod(17, 2 * BitRev7(i) + 1));
-  return g;
-}
-alignas(64) constexpr std::array<int16_t, 128> kZetas = MakeZetas();
-alignas(64) constexpr std::array<int16_t, 128> kGammas = MakeGammas();
-static_assert(PowMod(17, 128) == kQ32 - 1, "17 is a primitive 256-th root of unity mod q");
+// The scalars and twiddles of mlkem/ntt_constants.h: zetas[k] = ζ^BitRev7(k) · R mod q and
+// gammas[i] = ζ^(2·BitRev7(i)+1) · R mod q, centered.
+using ntt::kBarrettV;
+using ntt::kInvNttScale;
+using ntt::kQ32;
+using ntt::kQInv;
+using ntt::kRSquared;
+alignas(64) constexpr std::array<int16_t, 128> kZetas = ntt::Zetas();
+alignas(64) constexpr std::array<int16_t, 128> kGammas = ntt::Gammas();
 
 // ---- Scalar reductions (file-local on purpose: never shared with an ISA-specific file) --------
 

@@ -15,35 +15,16 @@
 #include <cstdint>
 
 #include "arch/aarch64/neon/mldsa/mldsa_neon.h"
+#include "mldsa/ntt_constants.h"
 
 namespace pqcd::kernels::mldsa::neon {
 namespace {
 
-constexpr int32_t kQInv = 58728449;  // q^-1 mod 2^32
-static_assert(static_cast<uint32_t>(kQ) * static_cast<uint32_t>(kQInv) == 1u);
-constexpr int32_t kInvNttScale = 41978;  // 2^64 / 256 mod q
-
-constexpr uint32_t BitRev8(uint32_t x) {
-  uint32_t r = 0;
-  for (int i = 0; i < 8; ++i) r |= ((x >> i) & 1u) << (7 - i);
-  return r;
-}
-// zetas[i] = 1753^BitRev8(i)·2^32 mod q, centered (FIPS 204 Appendix B in Montgomery form).
-constexpr std::array<int32_t, kN> MakeZetas() {
-  std::array<int32_t, kN> z{};
-  for (uint32_t i = 0; i < kN; ++i) {
-    uint64_t v = 1;
-    for (uint32_t e = 0; e < BitRev8(i); ++e) v = v * 1753 % kQ;
-    v = (v << 32) % kQ;
-    z[i] = static_cast<int32_t>(v > static_cast<uint64_t>(kQ / 2) ? static_cast<int64_t>(v) - kQ
-                                                                  : static_cast<int64_t>(v));
-  }
-  return z;
-}
-alignas(64) constexpr std::array<int32_t, kN> kZetas = MakeZetas();
-static_assert(kZetas[1] == 25847 && kZetas[255] == 1976782);
-static_assert((static_cast<uint64_t>(kInvNttScale) * 256) % kQ ==
-              ((((uint64_t{1} << 32) % kQ) * ((uint64_t{1} << 32) % kQ)) % kQ));
+using ntt::kInvNttScale;
+using ntt::kQInv;
+// zetas[i] = 1753^BitRev8(i)·2^32 mod q, centered (FIPS 204 Appendix B in Montgomery form; from
+// mldsa/ntt_constants.h).
+alignas(64) constexpr std::array<int32_t, kN> kZetas = ntt::Zetas();
 
 // a·b·2^-32 mod q lane by lane (see the top of the file).
 inline int32x4_t MontMul(int32x4_t a, int32x4_t b) {

@@ -17,53 +17,21 @@
 #include <cstdint>
 
 #include "arch/aarch64/neon/mlkem/poly_neon.h"
+#include "mlkem/ntt_constants.h"
 
 namespace pqcd::kernels::mlkem::neon {
 namespace {
 
-constexpr int32_t kQ32 = kQ;
-constexpr int16_t kQInv = -3327;        // q^-1 mod 2^16, signed
-constexpr int16_t kBarrettV = 20159;    // round(2^26 / q)
-constexpr int16_t kRSquared = 1353;     // R^2 mod q
-constexpr int16_t kInvNttScale = 1441;  // R^2 / 128 mod q
+using ntt::kBarrettV;
+using ntt::kInvNttScale;
+using ntt::kQ32;
+using ntt::kQInv;
+using ntt::kRSquared;
 
-constexpr int32_t PowMod(int32_t base, int32_t exp) {
-  int64_t r = 1, b = base % kQ32;
-  while (exp > 0) {
-    if (exp & 1) r = r * b % kQ32;
-    b = b * b % kQ32;
-    exp >>= 1;
-  }
-  return static_cast<int32_t>(r);
-}
-constexpr int BitRev7(int k) {
-  int r = 0;
-  for (int i = 0; i < 7; ++i) r |= ((k >> i) & 1) << (6 - i);
-  return r;
-}
-constexpr int16_t ToMontCentered(int32_t x) {
-  int32_t r = static_cast<int32_t>((static_cast<int64_t>(x) << 16) % kQ32);
-  if (r > kQ32 / 2) r -= kQ32;
-  return static_cast<int16_t>(r);
-}
-static_assert(kRSquared == (int64_t{1} << 32) % kQ32);
-static_assert(kInvNttScale == int64_t{kRSquared} * PowMod(128, kQ32 - 2) % kQ32);
-static_assert(kBarrettV == ((1 << 26) + kQ32 / 2) / kQ32);
-static_assert(static_cast<int16_t>(kQ32 * kQInv) == 1);
-
-// zetas[k] = ζ^BitRev7(k)·R mod q, gammas[i] = ζ^(2·BitRev7(i)+1)·R mod q (centered), ζ = 17.
-constexpr std::array<int16_t, 128> MakeZetas() {
-  std::array<int16_t, 128> z{};
-  for (int k = 0; k < 128; ++k) z[k] = ToMontCentered(PowMod(17, BitRev7(k)));
-  return z;
-}
-constexpr std::array<int16_t, 128> MakeGammas() {
-  std::array<int16_t, 128> g{};
-  for (int i = 0; i < 128; ++i) g[i] = ToMontCentered(PowMod(17, 2 * BitRev7(i) + 1));
-  return g;
-}
-alignas(64) constexpr std::array<int16_t, 128> kZetas = MakeZetas();
-alignas(64) constexpr std::array<int16_t, 128> kGammas = MakeGammas();
+// zetas[k] = ζ^BitRev7(k)·R mod q, gammas[i] = ζ^(2·BitRev7(i)+1)·R mod q (centered, ζ = 17), from
+// mlkem/ntt_constants.h.
+alignas(64) constexpr std::array<int16_t, 128> kZetas = ntt::Zetas();
+alignas(64) constexpr std::array<int16_t, 128> kGammas = ntt::Gammas();
 
 // Montgomery multiplication a·b·R^-1 mod q, lane by lane (see the top of the file).
 inline int16x8_t FqMul(int16x8_t a, int16x8_t b) {

@@ -16,21 +16,15 @@
 #include <cstdint>
 
 #include "arch/x86_64/avx2/mldsa/mldsa_avx2.h"
+#include "mldsa/ntt_constants.h"
 
 namespace pqcd::kernels::mldsa::avx2 {
 namespace {
 
-constexpr int32_t kQInv = 58728449;  // q^-1 mod 2^32
-constexpr int32_t kZeta = 1753;
-constexpr int32_t kInvNttScale = 41978;  // 2^64 / 256 mod q (see poly.cc)
+using ntt::kInvNttScale;
+using ntt::kQInv;
 
 // ---- Tables, computed at compile time -------------------------------------------------------
-
-constexpr uint32_t BitRev8(uint32_t x) {
-  uint32_t r = 0;
-  for (int i = 0; i < 8; ++i) r |= ((x >> i) & 1u) << (7 - i);
-  return r;
-}
 
 constexpr int32_t LowTimesQInv(int32_t z) {
   return static_cast<int32_t>(static_cast<uint32_t>(z) * static_cast<uint32_t>(kQInv));
@@ -49,13 +43,9 @@ struct Tables {
 
 constexpr Tables MakeTables() {
   Tables t{};
+  constexpr std::array<int32_t, kN> zetas = ntt::Zetas();  // mldsa/ntt_constants.h
   for (uint32_t i = 0; i < kN; ++i) {
-    uint64_t v = 1;
-    for (uint32_t e = 0; e < BitRev8(i); ++e) v = v * kZeta % kQ;
-    v = (v << 32) % kQ;
-    const int64_t c =
-        v > static_cast<uint64_t>(kQ / 2) ? static_cast<int64_t>(v) - kQ : static_cast<int64_t>(v);
-    t.zetas[i] = static_cast<int32_t>(c);
+    t.zetas[i] = zetas[i];
     t.zetas_qinv[i] = LowTimesQInv(t.zetas[i]);
     t.neg_zetas[i] = -t.zetas[i];
     t.neg_zetas_qinv[i] = LowTimesQInv(-t.zetas[i]);

@@ -18,38 +18,20 @@
 #include <cstring>
 
 #include "arch/x86_64/avx2/mlkem/poly_avx2.h"
+#include "mlkem/ntt_constants.h"
 #include "pqcd/kernels/common.h"
 
 namespace pqcd::kernels::mlkem::avx2 {
 namespace {
 
-constexpr int32_t kQ32 = kQ;
-constexpr int16_t kQInv16 = -3327;  // q^-1 mod 2^16
-constexpr int16_t kBarrettV = 20159;
-constexpr int16_t kRSquared = 1353;
-constexpr int16_t kInvNttScale = 1441;
+using ntt::kBarrettV;
+using ntt::kInvNttScale;
+using ntt::kQ32;
+using ntt::kRSquared;
+constexpr int16_t kQInv16 = ntt::kQInv;  // q^-1 mod 2^16
 
 // ---- Compile-time tables (consteval: nothing emitted at run time) -----------------------------
 
-consteval int32_t PowModC(int32_t base, int32_t exp) {
-  int64_t r = 1, b = base % kQ32;
-  while (exp > 0) {
-    if (exp & 1) r = r * b % kQ32;
-    b = b * b % kQ32;
-    exp >>= 1;
-  }
-  return static_cast<int32_t>(r);
-}
-consteval int BitRev7C(int k) {
-  int r = 0;
-  for (int i = 0; i < 7; ++i) r |= ((k >> i) & 1) << (6 - i);
-  return r;
-}
-consteval int16_t ToMontCenteredC(int32_t x) {
-  int32_t r = static_cast<int32_t>((static_cast<int64_t>(x) << 16) % kQ32);
-  if (r > kQ32 / 2) r -= kQ32;
-  return static_cast<int16_t>(r);
-}
 consteval int16_t TimesQInv(int16_t z) {
   return static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint32_t>(z) * 62209u));
 }
@@ -79,11 +61,12 @@ consteval int LaneCoeff(int len, int g, int l) {
 
 consteval Tables MakeTables() {
   Tables t{};
+  constexpr std::array<int16_t, 128> zetas = ntt::Zetas(), gammas = ntt::Gammas();
   for (int k = 0; k < 128; ++k) {
-    t.zetas[k] = ToMontCenteredC(PowModC(17, BitRev7C(k)));
-    t.zetas_qinv[k] = TimesQInv(t.zetas[k]);
-    t.gammas[k] = ToMontCenteredC(PowModC(17, 2 * BitRev7C(k) + 1));
-    t.gammas_qinv[k] = TimesQInv(t.gammas[k]);
+    t.zetas[k] = zetas[k];
+    t.zetas_qinv[k] = TimesQInv(zetas[k]);
+    t.gammas[k] = gammas[k];
+    t.gammas_qinv[k] = TimesQInv(gammas[k]);
   }
   const int lens[3] = {8, 4, 2};
   for (int li = 0; li < 3; ++li) {
