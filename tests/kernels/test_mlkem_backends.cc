@@ -21,6 +21,13 @@
 #include "mlkem/backend.h"
 #include "pqcd/kernels/isa.h"
 
+#if defined(__x86_64__)
+#include "arch/x86_64/avx2/mlkem/poly_avx2.h"
+#include "arch/x86_64/avx512/mlkem/poly_avx512.h"
+#elif defined(__aarch64__)
+#include "arch/aarch64/neon/mlkem/poly_neon.h"
+#endif
+
 namespace pqcd::kernels::mlkem {
 namespace {
 
@@ -385,6 +392,39 @@ TEST(MlKemBackendsSelfCheck, KeepsEveryBackendTheCpuRuns) {
     EXPECT_TRUE(IsaSupported(isa))
         << IsaName(isa) << ": the CPU runs it, the self-check refused it";
   }
+}
+
+// Each table, as its backend's WithKernels builds it from the hook list: a hook in the backend's
+// kKernels is its own kernel, any other the table it builds on (avx512 on avx2, the others on the
+// portable one). Pointer comparisons only: runs whatever the CPU.
+TEST(MlKemTables, EachHookIsTheBackendsKernelOrTheInheritedOne) {
+#if defined(__x86_64__)
+  const Backend& a2 = BackendFor(Isa::kAvx2);
+  const Backend& a512 = BackendFor(Isa::kAvx512);
+#define PQCD_HOOK(hook, Kernel, Ret, Params)                  \
+  if constexpr (avx2::kKernels.Has(Hook::hook)) {             \
+    EXPECT_EQ(a2.hook, &avx2::Kernel) << "avx2 " #hook;       \
+  } else {                                                    \
+    EXPECT_EQ(a2.hook, kPortable.hook) << "avx2 " #hook;      \
+  }                                                           \
+  if constexpr (avx512::kKernels.Has(Hook::hook)) {           \
+    EXPECT_EQ(a512.hook, &avx512::Kernel) << "avx512 " #hook; \
+  } else {                                                    \
+    EXPECT_EQ(a512.hook, a2.hook) << "avx512 " #hook;         \
+  }
+#include "mlkem/hooks.def"
+#elif defined(__aarch64__)
+  const Backend& n = BackendFor(Isa::kNeon);
+#define PQCD_HOOK(hook, Kernel, Ret, Params)            \
+  if constexpr (neon::kKernels.Has(Hook::hook)) {       \
+    EXPECT_EQ(n.hook, &neon::Kernel) << "neon " #hook;  \
+  } else {                                              \
+    EXPECT_EQ(n.hook, kPortable.hook) << "neon " #hook; \
+  }
+#include "mlkem/hooks.def"
+#else
+  GTEST_SKIP() << "no SIMD backend on this architecture";
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSimd, MlKemBackends,
