@@ -23,7 +23,8 @@
 //   the start-up check              backend_check.cc runs, for each hook of the list a table sets,
 //                                   the check of that hook (a switch over Hook, -Wswitch an error)
 //
-// Declarations, constants and macros only (included by ISA-flagged translation units).
+// Declarations, constants, consteval functions and macros only (included by ISA-flagged
+// translation units).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,8 @@
 namespace pqcd::kernels {
 
 // A set of one family's hooks (Hook: the enum generated from its list, kCount last). A structural
-// literal type: usable in constant expressions and as a template argument.
+// literal type, usable as a template argument; its functions are consteval, so that nothing of it
+// is ever emitted as code (this header is included by ISA-flagged translation units).
 template <class Hook>
 struct HookSet {
   static constexpr unsigned kCount = static_cast<unsigned>(Hook::kCount);
@@ -39,20 +41,19 @@ struct HookSet {
 
   uint64_t bits = 0;
 
-  static constexpr uint64_t Bit(Hook h) { return uint64_t{1} << static_cast<unsigned>(h); }
-  static constexpr HookSet All() {
+  static consteval uint64_t Bit(Hook h) { return uint64_t{1} << static_cast<unsigned>(h); }
+  static consteval HookSet All() {
     return {kCount == 64 ? ~uint64_t{0} : (uint64_t{1} << kCount) - 1};
   }
   template <class... Hooks>
-  static constexpr HookSet Of(Hooks... hooks) {
+  static consteval HookSet Of(Hooks... hooks) {
     return {(uint64_t{0} | ... | Bit(hooks))};
   }
   template <class... Hooks>
-  constexpr HookSet Without(Hooks... hooks) const {
+  consteval HookSet Without(Hooks... hooks) const {
     return {bits & ~Of(hooks...).bits};
   }
-  constexpr bool Has(Hook h) const { return (bits & Bit(h)) != 0; }
-  friend constexpr bool operator==(HookSet, HookSet) = default;
+  consteval bool Has(Hook h) const { return (bits & Bit(h)) != 0; }
 };
 
 }  // namespace pqcd::kernels
