@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "hook_check.h"
 #include "mldsa/backend.h"
 #include "mldsa/poly.h"
 
@@ -21,24 +22,7 @@ namespace {
 constexpr int32_t kG2Small = (kQ - 1) / 88;
 constexpr int32_t kG2Large = (kQ - 1) / 32;
 
-struct Gen {
-  uint64_t s;
-  uint32_t Next() {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>(s >> 32);
-  }
-  // Uniform-ish in [lo, hi] (modulo bias is irrelevant here).
-  int32_t In(int64_t lo, int64_t hi) {
-    const uint64_t r = (static_cast<uint64_t>(Next()) << 32) | Next();
-    return static_cast<int32_t>(lo + static_cast<int64_t>(r % static_cast<uint64_t>(hi - lo + 1)));
-  }
-  void Fill(Poly& p, int64_t lo, int64_t hi) {
-    for (int32_t& c : p.coeffs) c = In(lo, hi);
-  }
-  void Bytes(uint8_t* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(Next() >> 24);
-  }
-};
+using hook_check::Gen;
 
 // What a hook call produced: polynomials, bytes and a scalar.
 struct Out {
@@ -70,40 +54,34 @@ struct Scratch {
 
 void Fill(Scratch& sc) {
   Gen g{0x6d6c647361ull};
-  for (Poly& p : sc.in) g.Fill(p, -(kQ - 1), kQ - 1);
-  for (Poly& p : sc.in2) g.Fill(p, -(kQ - 1), kQ - 1);
+  for (Poly& p : sc.in) g.Fill(p.coeffs, -(kQ - 1), kQ - 1);
+  for (Poly& p : sc.in2) g.Fill(p.coeffs, -(kQ - 1), kQ - 1);
   for (int32_t& c : sc.hint.coeffs) c = static_cast<int32_t>(g.Next() & 1);
-  g.Fill(sc.y20, -(1 << 20), 1 << 20);
-  g.Fill(sc.qq, -kQ, kQ);
-  g.Fill(sc.r32, -(int64_t{1} << 31), (int64_t{1} << 31) - (1 << 22) - 1);
-  g.Fill(sc.w30, -(1 << 30) + 1, (1 << 30) - 1);
-  g.Fill(sc.w30b, -(1 << 30) + 1, (1 << 30) - 1);
-  g.Fill(sc.t10, 0, (1 << 10) - 1);
-  g.Fill(sc.std, 0, kQ - 1);
+  g.Fill(sc.y20.coeffs, -(1 << 20), 1 << 20);
+  g.Fill(sc.qq.coeffs, -kQ, kQ);
+  g.Fill(sc.r32.coeffs, -(int64_t{1} << 31), (int64_t{1} << 31) - (1 << 22) - 1);
+  g.Fill(sc.w30.coeffs, -(1 << 30) + 1, (1 << 30) - 1);
+  g.Fill(sc.w30b.coeffs, -(1 << 30) + 1, (1 << 30) - 1);
+  g.Fill(sc.t10.coeffs, 0, (1 << 10) - 1);
+  g.Fill(sc.std.coeffs, 0, kQ - 1);
   sc.std.coeffs[0] = kQ - 1;  // Decompose's corner case
-  g.Fill(sc.a0_small, -kG2Small - 2, kG2Small + 2);
-  g.Fill(sc.a1_small, 0, (kQ - 1) / (2 * kG2Small) - 1);
-  g.Fill(sc.a0_large, -kG2Large - 2, kG2Large + 2);
-  g.Fill(sc.a1_large, 0, (kQ - 1) / (2 * kG2Large) - 1);
-  g.Fill(sc.w1_small, 0, (kQ - 1) / (2 * kG2Small) - 1);
-  g.Fill(sc.w1_large, 0, (kQ - 1) / (2 * kG2Large) - 1);
-  g.Fill(sc.eta2, -2, 2);
-  g.Fill(sc.eta4, -4, 4);
-  g.Fill(sc.t0, -(1 << 12) + 1, 1 << 12);
-  g.Fill(sc.z17, -(1 << 17) + 1, 1 << 17);
-  g.Fill(sc.z19, -(1 << 19) + 1, 1 << 19);
+  g.Fill(sc.a0_small.coeffs, -kG2Small - 2, kG2Small + 2);
+  g.Fill(sc.a1_small.coeffs, 0, (kQ - 1) / (2 * kG2Small) - 1);
+  g.Fill(sc.a0_large.coeffs, -kG2Large - 2, kG2Large + 2);
+  g.Fill(sc.a1_large.coeffs, 0, (kQ - 1) / (2 * kG2Large) - 1);
+  g.Fill(sc.w1_small.coeffs, 0, (kQ - 1) / (2 * kG2Small) - 1);
+  g.Fill(sc.w1_large.coeffs, 0, (kQ - 1) / (2 * kG2Large) - 1);
+  g.Fill(sc.eta2.coeffs, -2, 2);
+  g.Fill(sc.eta4.coeffs, -4, 4);
+  g.Fill(sc.t0.coeffs, -(1 << 12) + 1, 1 << 12);
+  g.Fill(sc.z17.coeffs, -(1 << 17) + 1, 1 << 17);
+  g.Fill(sc.z19.coeffs, -(1 << 19) + 1, 1 << 19);
   g.Bytes(sc.bytes, sizeof(sc.bytes));
 }
 
-// Runs call(table, out) with the portable table and with `be` on identically pre-filled outputs
-// and compares everything (a write past an encoding shows as a difference too).
 template <class Call>
 bool Same(Scratch& sc, const Backend& be, Call&& call) {
-  std::memset(&sc.ref, 0x5a, sizeof(sc.ref));
-  std::memset(&sc.got, 0x5a, sizeof(sc.got));
-  call(kPortable, sc.ref);
-  call(be, sc.got);
-  return std::memcmp(&sc.ref, &sc.got, sizeof(sc.ref)) == 0;
+  return hook_check::SameOutputs(sc.ref, sc.got, kPortable, be, call);
 }
 
 constexpr int kTau = 49;

@@ -13,28 +13,14 @@
 #include <initializer_list>
 #include <memory>
 
+#include "hook_check.h"
 #include "mlkem/backend.h"
 #include "mlkem/poly.h"
 
 namespace pqcd::kernels::mlkem {
 namespace {
 
-struct Gen {
-  uint64_t s;
-  uint32_t Next() {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>(s >> 32);
-  }
-  int16_t In(int lo, int hi) {
-    return static_cast<int16_t>(lo + static_cast<int>(Next() % static_cast<uint32_t>(hi - lo + 1)));
-  }
-  void Fill(Poly& p, int lo, int hi) {
-    for (int16_t& c : p.c) c = In(lo, hi);
-  }
-  void Bytes(uint8_t* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(Next() >> 24);
-  }
-};
+using hook_check::Gen;
 
 // What a hook call produced: polynomials, a cache, bytes and a scalar.
 struct Out {
@@ -63,23 +49,17 @@ void Fill(Scratch& sc) {
   Gen g{0x6d6c6b656dull};
   g.Bytes(sc.bytes, sizeof(sc.bytes));
   g.Bytes(sc.bytes2, sizeof(sc.bytes2));
-  for (Poly& p : sc.in) g.Fill(p, -(kQ - 1), kQ - 1);
+  for (Poly& p : sc.in) g.Fill(p.c, -(kQ - 1), kQ - 1);
   for (int j = 0; j < 4; ++j) kPortable.mulcache_compute(sc.cache[j], sc.in[4 + j]);
-  g.Fill(sc.wide, -32768, 32767);
-  g.Fill(sc.canon, 0, kQ - 1);
+  g.Fill(sc.wide.c, -32768, 32767);
+  g.Fill(sc.canon.c, 0, kQ - 1);
   std::memcpy(sc.near, sc.bytes2, sizeof(sc.near));
   std::memcpy(sc.near, sc.bytes, 100);
 }
 
-// Runs call(table, out) with the portable table and with `be` on identically pre-filled outputs
-// and compares everything (a write past an encoding shows as a difference too).
 template <class Call>
 bool Same(Scratch& sc, const Backend& be, Call&& call) {
-  std::memset(&sc.ref, 0x5a, sizeof(sc.ref));
-  std::memset(&sc.got, 0x5a, sizeof(sc.got));
-  call(kPortable, sc.ref);
-  call(be, sc.got);
-  return std::memcmp(&sc.ref, &sc.got, sizeof(sc.ref)) == 0;
+  return hook_check::SameOutputs(sc.ref, sc.got, kPortable, be, call);
 }
 
 // The check of one hook of `be`: its kernel against the portable one on inputs inside the hook's
