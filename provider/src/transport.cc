@@ -16,18 +16,23 @@ Transport::~Transport() {
   // A client inherited across fork belongs to the parent's gRPC threads, which do not exist here:
   // destroying it would wait for them. It is left to the process's exit instead.
   if (client_ != nullptr && pid_ != getpid()) {
-    (void)client_.release();
+    Abandon();
   }
 }
 
-absl::StatusOr<client::Client*> Transport::Get() {
+void Transport::Abandon() {
+  // Kept alive by a copy that is never freed.
+  new std::shared_ptr<client::Client>(std::move(client_));
+}
+
+absl::StatusOr<std::shared_ptr<client::Client>> Transport::Get() {
   std::lock_guard<std::mutex> lock(mu_);
   const pid_t pid = getpid();
   if (client_ != nullptr && pid_ == pid) {
-    return client_.get();
+    return client_;
   }
   if (client_ != nullptr) {
-    (void)client_.release();  // made by the parent before fork: see ~Transport
+    Abandon();  // made by the parent before fork: see ~Transport
   }
   client::ClientOptions options;
   options.targets = {config_.address};
@@ -39,32 +44,55 @@ absl::StatusOr<client::Client*> Transport::Get() {
   }
   client_ = *std::move(made);
   pid_ = pid;
-  return client_.get();
+  return client_;
+}
+
+void Transport::Dropped(const std::shared_ptr<client::Client>& c, const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kUnavailable) {
+    return;
+  }
+  std::shared_ptr<client::Client> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (client_ == c && pid_ == getpid()) {
+      old = std::move(client_);
+    }
+  }
+  // old (if this was the last use) is destroyed here, outside the lock, on this thread.
 }
 
 absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
-  absl::StatusOr<client::Client*> c = Get();
+  absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();
   }
   client::KeyGenOp op;
   op.algorithm = algorithm;
-  return (*c)->KeyGen(op);
+  absl::StatusOr<client::KeyPair> result = (*c)->KeyGen(op);
+  if (!result.ok()) {
+    Dropped(*c, result.status());
+  }
+  return result;
 }
 
 absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorithm,
                                                        const std::string& public_key) {
-  absl::StatusOr<client::Client*> c = Get();
+  absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();
   }
-  return (*c)->Encaps({.algorithm = algorithm, .key = client::Key::Raw(public_key)});
+  absl::StatusOr<client::EncapsResult> result =
+      (*c)->Encaps({.algorithm = algorithm, .key = client::Key::Raw(public_key)});
+  if (!result.ok()) {
+    Dropped(*c, result.status());
+  }
+  return result;
 }
 
 absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorithm,
                                                        const std::string& private_key,
                                                        const std::string& ciphertext) {
-  absl::StatusOr<client::Client*> c = Get();
+  absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();
   }
@@ -72,6 +100,9 @@ absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorit
       .algorithm = algorithm, .key = client::Key::Raw(private_key), .ciphertext = ciphertext};
   absl::StatusOr<client::DecapsResult> result = (*c)->Decaps(op);
   OPENSSL_cleanse(op.key.bytes.data(), op.key.bytes.size());
+  if (!result.ok()) {
+    Dropped(*c, result.status());
+  }
   return result;
 }
 
