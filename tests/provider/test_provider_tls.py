@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""End-to-end test of pqcd-provider.so with real parts (docs/provider.md).
+
+  test_provider_tls.py --pqcd build/server/pqcd --provider build/provider/pqcd-provider.so
+
+Two real pqcd daemons on temporary Unix sockets: one computes the server side (s_server, then
+nginx), one the client side (s_client, curl). Steps:
+  1. openssl s_server and s_client (Debian's openssl, OPENSSL_CONF loading default + pqcd) with
+     -groups X25519MLKEM768 complete a TLS 1.3 handshake; the ServerHello's key share is group
+     0x11ec (s_client -trace); the server's daemon counted one Encaps, the client's one KeyGen and
+     one Decaps of X25519MLKEM768 (/metrics).
+  2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
+     curl over that group; its access log shows $ssl_curve = 0x11ec.
+  3. With the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
+     names the provider's error and the address; a client whose daemon is unreachable fails
+     before it sends anything.
+Exit 77 (ctest's SKIP_RETURN_CODE) when nginx is not installed.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77
+GROUP = "X25519MLKEM768"
+GROUP_ID = 0x11EC
+TIMEOUT = float(os.environ.get("PQCD_PROVIDER_TEST_TIMEOUT", "60"))  # per wait (slow builds)
+
+
+class Failure(Exception):
+    pass
+
+
+def wait_for(what, predicate, timeout=TIMEOUT, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise Failure(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def exited(proc, *logs):
+    """False while proc runs; raises Failure (with its logs) once it has exited."""
+    if proc.poll() is None:
+        return False
+    raise Failure(f"{proc.name} exited with {proc.returncode}:\n" +
+                  "\n".join(read(log)[-3000:] for log in logs))
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def accepts(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Processes:
+    """Every process the test starts, stopped at the end whatever happens."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, args, log, **kw):
+        out = open(log, "wb")
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, **kw)
+        out.close()
+        p.name = name
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, sig=signal.SIGTERM):
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            self.stop(p)
+
+
+class Daemon:
+    def __init__(self, procs, pqcd, directory, name):
+        self.sock = os.path.join(directory, f"{name}.sock")
+        self.log = os.path.join(directory, f"{name}.log")
+        port_file = os.path.join(directory, f"{name}.ports")
+        self.proc = procs.start(
+            f"pqcd ({name})",
+            [pqcd, "--listen", "none", "--metrics-listen", "127.0.0.1:0", "--unix", self.sock,
+             "--port-file", port_file, "--workers", "1", "--log-level", "warn"],
+            self.log)
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise Failure(f"pqcd ({name}) exited: {read(self.log)}")
+            lines = read(port_file).split()
+            return len(lines) >= 2 and os.path.exists(self.sock + ".lane") and lines
+
+        self.metrics_port = int(wait_for(f"pqcd ({name}) to serve", ready)[-1])
+        self.address = "unix:" + self.sock
+
+    def operations(self, operation):
+        """pqcd_operations_total{operation, algorithm=GROUP}."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+        for line in text.splitlines():
+            if (line.startswith("pqcd_operations_total{") and f'algorithm="{GROUP}"' in line
+                    and f'operation="{operation}"' in line):
+                return int(float(line.split()[-1]))
+        return 0
+
+    def counts(self):
+        return {op: self.operations(op) for op in ("keygen", "encaps", "decaps")}
+
+
+def write_openssl_cnf(path, provider, address):
+    with open(path, "w") as f:
+        f.write(f"""openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+[provider_sect]
+default = default_sect
+pqcd = pqcd_sect
+[default_sect]
+activate = 1
+[pqcd_sect]
+module = {provider}
+pqcd_address = {address}
+activate = 1
+""")
+
+
+PRELOAD = []  # sanitizer runtimes for the programs that load an instrumented provider
+
+
+def env_with(cnf):
+    """The environment of a program that loads the provider (openssl, nginx, curl)."""
+    env = dict(os.environ)
+    env["OPENSSL_CONF"] = cnf
+    env.pop("PQCD_PROVIDER_ADDRESS", None)
+    if PRELOAD:
+        env["LD_PRELOAD"] = " ".join(PRELOAD)
+        # Leaks of Debian's openssl, nginx and curl at exit are not ours to report.
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return env
+
+
+def s_client(port, cnf, request=b"", extra=()):
+    args = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
+            "-tls1_3", "-groups", GROUP, "-trace", *extra]
+    started = time.monotonic()
+    r = subprocess.run(args, input=request, capture_output=True, env=env_with(cnf),
+                       timeout=TIMEOUT)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(
+        errors="replace"), time.monotonic() - started
+
+
+def server_hello_group(trace):
+    """The group of the key share in the ServerHello that s_client -trace printed."""
+    m = re.search(r"ServerHello.*?extension_type=key_share\(51\), length=(\d+)\s+"
+                  r"NamedGroup: [^(\n]*\((\d+)\)", trace, re.S)
+    return (int(m.group(2)), int(m.group(1))) if m else None
+
+
+def expect_counts(daemon, before, want, who):
+    def reached():
+        now = daemon.counts()
+        return now if all(now[k] - before[k] == v for k, v in want.items()) else None
+
+    try:
+        return wait_for(f"{who} counting {want}", reached, timeout=10)
+    except Failure:
+        now = daemon.counts()
+        raise Failure(f"{who}: {GROUP} operations went from {before} to {now}, expected +{want}")
+
+
+def step(msg):
+    print(f"-- {msg}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pqcd", required=True)
+    ap.add_argument("--provider", required=True)
+    ap.add_argument("--preload", action="append", default=[],
+                    help="a sanitizer runtime to preload into openssl, nginx and curl")
+    args = ap.parse_args()
+    PRELOAD.extend(args.preload)
+
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                      else None)
+    if nginx is None:
+        print("SKIP: nginx is not installed (apt-get install nginx-light); "
+              "the provider's end-to-end test needs it")
+        return SKIP
+    if shutil.which("openssl") is None:
+        print("FAIL: the openssl command is not installed")
+        return 1
+
+    started = time.monotonic()
+    directory = tempfile.mkdtemp(prefix="pqcd-provider-")
+    os.chmod(directory, 0o755)  # nginx's workers may run as another user (see below)
+    procs = Processes()
+    ok = False
+    try:
+        server_daemon = Daemon(procs, args.pqcd, directory, "server-pqcd")
+        client_daemon = Daemon(procs, args.pqcd, directory, "client-pqcd")
+        server_cnf = os.path.join(directory, "server-openssl.cnf")
+        client_cnf = os.path.join(directory, "client-openssl.cnf")
+        write_openssl_cnf(server_cnf, os.path.abspath(args.provider), server_daemon.address)
+        write_openssl_cnf(client_cnf, os.path.abspath(args.provider), client_daemon.address)
+        cert = os.path.join(directory, "cert.pem")
+        key = os.path.join(directory, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days",
+                        "1", "-subj", "/CN=localhost"], check=True, capture_output=True,
+                       env=env_with(server_cnf))
+
+        # ---- 1. s_server and s_client ----
+        step("openssl s_server + s_client, -groups " + GROUP)
+        s_before, c_before = server_daemon.counts(), client_daemon.counts()
+        port = free_port()
+        server_log = os.path.join(directory, "s_server.log")
+        s_server = procs.start(
+            "s_server",
+            ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", cert, "-key", key,
+             "-tls1_3", "-groups", GROUP, "-naccept", "1"],
+            server_log, stdin=subprocess.PIPE, env=env_with(server_cnf))
+        wait_for("s_server to listen",
+                 lambda: "ACCEPT" in read(server_log) or exited(s_server, server_log))
+        rc, out, err, _ = s_client(port, client_cnf)
+        if rc != 0 or "New, TLSv1.3" not in out:
+            raise Failure(f"s_client failed (rc {rc}):\n{out[-3000:]}\n{err[-3000:]}")
+        got = server_hello_group(out)
+        if got != (GROUP_ID, 4 + 1120):
+            raise Failure(f"ServerHello key share (group, length) = {got}, expected "
+                          f"({GROUP_ID}, 1124)")
+        print(f"   TLSv1.3; ServerHello key_share NamedGroup {got[0]:#06x}, {got[1]} bytes")
+        wait_for("s_server to report the shared group",
+                 lambda: f"Shared groups: {GROUP}" in read(server_log))
+        expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": 1, "decaps": 0},
+                      "server's pqcd")
+        expect_counts(client_daemon, c_before, {"keygen": 1, "encaps": 0, "decaps": 1},
+                      "client's pqcd")
+        print("   /metrics: server's pqcd +1 encaps, client's pqcd +1 keygen +1 decaps")
+        procs.stop(s_server)
+
+        # ---- 2. nginx ----
+        step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
+        port = free_port()
+        access_log = os.path.join(directory, "access.log")
+        error_log = os.path.join(directory, "error.log")
+        conf = os.path.join(directory, "nginx.conf")
+        for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(directory, sub), exist_ok=True)
+        # As root, nginx's workers would run as nobody, who may not open pqcd's socket (0660).
+        user = "user root;" if os.geteuid() == 0 else ""
+        with open(conf, "w") as f:
+            f.write(f"""{user}
+daemon off;
+master_process on;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {error_log} info;
+events {{ worker_connections 64; }}
+http {{
+  log_format tls '$ssl_protocol $ssl_curve "$request" $status';
+  access_log {access_log} tls;
+  client_body_temp_path {directory}/client_body;
+  proxy_temp_path {directory}/proxy;
+  fastcgi_temp_path {directory}/fastcgi;
+  uwsgi_temp_path {directory}/uwsgi;
+  scgi_temp_path {directory}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.3;
+    ssl_ecdh_curve {GROUP}:X25519;
+    location / {{ return 200 "hello over {GROUP}\\n"; }}
+  }}
+}}
+""")
+        nginx_proc = procs.start(
+            "nginx", [nginx, "-p", directory, "-c", conf, "-e", error_log],
+            os.path.join(directory, "nginx.out"), env=env_with(server_cnf))
+        wait_for("nginx to listen", lambda: accepts(port) or exited(
+            nginx_proc, error_log, os.path.join(directory, "nginx.out")))
+        s_before, c_before = server_daemon.counts(), client_daemon.counts()
+        rc, out, err, _ = s_client(port, client_cnf,
+                                   b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", ("-ign_eof",))
+        if rc != 0 or f"hello over {GROUP}" not in out:
+            raise Failure(f"s_client to nginx failed (rc {rc}):\n{out[-3000:]}\n{err[-3000:]}\n"
+                          f"{read(error_log)[-3000:]}")
+        if server_hello_group(out) != (GROUP_ID, 1124):
+            raise Failure(f"nginx's ServerHello key share: {server_hello_group(out)}")
+        print(f"   s_client: page served, ServerHello key_share NamedGroup {GROUP_ID:#06x}")
+        r = subprocess.run(["curl", "-sS", "--max-time", str(int(TIMEOUT)), "-k", "--tlsv1.3",
+                            "--curves", GROUP, f"https://127.0.0.1:{port}/curl"],
+                           capture_output=True, env=env_with(client_cnf))
+        if r.returncode != 0 or f"hello over {GROUP}".encode() not in r.stdout:
+            raise Failure(f"curl failed (rc {r.returncode}): {r.stdout!r} {r.stderr!r}\n"
+                          f"{read(error_log)[-3000:]}")
+        print("   curl --curves " + GROUP + ": page served")
+        lines = wait_for("both requests in nginx's access log",
+                         lambda: [l for l in read(access_log).splitlines()
+                                  if "GET / " in l or "GET /curl " in l]
+                         if len(read(access_log).splitlines()) >= 2 else None)
+        for line in lines:
+            if not line.startswith(f"TLSv1.3 {GROUP_ID:#06x} "):
+                raise Failure(f"access log line without TLSv1.3 and {GROUP_ID:#06x}: {line}")
+        print("   access log: " + " | ".join(lines))
+        expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": 2, "decaps": 0},
+                      "server's pqcd")
+        expect_counts(client_daemon, c_before, {"keygen": 2, "encaps": 0, "decaps": 2},
+                      "client's pqcd")
+        print("   /metrics: server's pqcd +2 encaps, client's pqcd +2 keygen +2 decaps")
+
+        # ---- 3. fail-closed ----
+        step("server's pqcd stopped: nginx's handshake fails promptly")
+        procs.stop(server_daemon.proc)
+        rc, out, err, took = s_client(port, client_cnf,
+                                      b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        if rc == 0 and "hello over" in out:
+            raise Failure("a page was served with the server's pqcd stopped")
+        if took > 15:
+            raise Failure(f"the failed handshake took {took:.1f} s")
+        needle = f"pqcd daemon unreachable"
+
+        def logged():
+            text = read(error_log)
+            return [l for l in text.splitlines() if needle in l and server_daemon.sock in l]
+
+        line = wait_for("nginx's error log to name the provider's error", logged, timeout=10)[0]
+        print(f"   handshake failed after {took:.2f} s; error.log: {line[-300:]}")
+
+        step("server's pqcd started again: the same nginx worker serves again")
+        os.unlink(os.path.join(directory, "server-pqcd.ports"))
+        server_daemon = Daemon(procs, args.pqcd, directory, "server-pqcd")
+        attempts = []
+
+        def served():
+            rc, out, _, _ = s_client(port, client_cnf,
+                                     b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", ("-ign_eof",))
+            attempts.append(rc)
+            return rc == 0 and f"hello over {GROUP}" in out
+
+        wait_for("a page over the restarted daemon", served, timeout=30, interval=0.2)
+        print(f"   served after {len(attempts)} handshake(s)")
+
+        step("client's pqcd unreachable: s_client fails before sending its ClientHello")
+        env = env_with(client_cnf)
+        env["PQCD_PROVIDER_ADDRESS"] = "unix:" + os.path.join(directory, "nobody-here.sock")
+        started_client = time.monotonic()
+        r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_3",
+                            "-groups", GROUP], input=b"", capture_output=True, env=env,
+                           timeout=TIMEOUT)
+        took = time.monotonic() - started_client
+        err = r.stderr.decode(errors="replace")
+        if r.returncode == 0 or needle not in err or "nobody-here.sock" not in err:
+            raise Failure(f"s_client with no daemon: rc {r.returncode}, stderr:\n{err[-3000:]}")
+        if took > 15:
+            raise Failure(f"s_client with no daemon took {took:.1f} s")
+        print(f"   s_client failed after {took:.2f} s: "
+              f"{next(l for l in err.splitlines() if needle in l)[-300:]}")
+        ok = True
+    except Failure as e:
+        print(f"FAIL: {e}")
+    finally:
+        procs.stop_all()
+        for p in procs.procs:
+            if p.returncode not in (0, -signal.SIGTERM) and p.name.startswith("pqcd"):
+                print(f"note: {p.name} exited with {p.returncode}")
+        if ok:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            print(f"logs kept in {directory}")
+    print(f"{'PASS' if ok else 'FAIL'} in {time.monotonic() - started:.1f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
