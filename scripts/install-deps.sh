@@ -12,7 +12,8 @@ build_pkgs=(
   prometheus-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
-test_pkgs=(postgresql prometheus yamllint python3 python3-grpcio python3-protobuf python3-yaml openssl procps curl)
+test_pkgs=(postgresql prometheus yamllint python3 python3-grpcio python3-protobuf python3-yaml openssl procps curl
+           nginx-light)  # nginx-light: the provider's end-to-end test (tests/provider)
 
 pkgs=("${build_pkgs[@]}")
 if [[ ${1:-} != "--runtime-only" ]]; then

@@ -6,14 +6,14 @@
 Two real pqcd daemons on temporary Unix sockets: one computes the server side (s_server, then
 nginx), one the client side (s_client, curl). Steps:
   1. openssl s_server and s_client (Debian's openssl, OPENSSL_CONF loading default + pqcd) with
-     -groups X25519MLKEM768 complete a TLS 1.3 handshake; the ServerHello's key share is group
-     0x11ec (s_client -trace); the server's daemon counted one Encaps, the client's one KeyGen and
-     one Decaps of X25519MLKEM768 (/metrics).
+     -groups X25519MLKEM768 (then SecP256r1MLKEM768, SecP384r1MLKEM1024) complete a TLS 1.3
+     handshake; the ServerHello's key share is that group (0x11ec; s_client -trace); the server's
+     daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec.
   3. With the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
-     names the provider's error and the address; a client whose daemon is unreachable fails
-     before it sends anything.
+     names the provider's error and the address; started again, the same nginx worker serves
+     again; a client whose daemon is unreachable fails before it sends anything.
 Exit 77 (ctest's SKIP_RETURN_CODE) when nginx is not installed.
 """
 
@@ -32,6 +32,9 @@ import urllib.request
 SKIP = 77
 GROUP = "X25519MLKEM768"
 GROUP_ID = 0x11EC
+# Every group of the provider: (name, TLS id, the server's key share length); docs/hybrids.md.
+GROUPS = [("X25519MLKEM768", 0x11EC, 1120), ("SecP256r1MLKEM768", 0x11EB, 1153),
+          ("SecP384r1MLKEM1024", 0x11ED, 1665)]
 TIMEOUT = float(os.environ.get("PQCD_PROVIDER_TEST_TIMEOUT", "60"))  # per wait (slow builds)
 
 
@@ -128,19 +131,19 @@ class Daemon:
         self.metrics_port = int(wait_for(f"pqcd ({name}) to serve", ready)[-1])
         self.address = "unix:" + self.sock
 
-    def operations(self, operation):
-        """pqcd_operations_total{operation, algorithm=GROUP}."""
+    def operations(self, operation, group):
+        """pqcd_operations_total{operation, algorithm=group}."""
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as r:
             text = r.read().decode()
         for line in text.splitlines():
-            if (line.startswith("pqcd_operations_total{") and f'algorithm="{GROUP}"' in line
+            if (line.startswith("pqcd_operations_total{") and f'algorithm="{group}"' in line
                     and f'operation="{operation}"' in line):
                 return int(float(line.split()[-1]))
         return 0
 
-    def counts(self):
-        return {op: self.operations(op) for op in ("keygen", "encaps", "decaps")}
+    def counts(self, group=GROUP):
+        return {op: self.operations(op, group) for op in ("keygen", "encaps", "decaps")}
 
 
 def write_openssl_cnf(path, provider, address):
@@ -175,9 +178,9 @@ def env_with(cnf):
     return env
 
 
-def s_client(port, cnf, request=b"", extra=()):
+def s_client(port, cnf, request=b"", extra=(), group=GROUP):
     args = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
-            "-tls1_3", "-groups", GROUP, "-trace", *extra]
+            "-tls1_3", "-groups", group, "-trace", *extra]
     started = time.monotonic()
     r = subprocess.run(args, input=request, capture_output=True, env=env_with(cnf),
                        timeout=TIMEOUT)
@@ -192,16 +195,16 @@ def server_hello_group(trace):
     return (int(m.group(2)), int(m.group(1))) if m else None
 
 
-def expect_counts(daemon, before, want, who):
+def expect_counts(daemon, before, want, who, group=GROUP):
     def reached():
-        now = daemon.counts()
+        now = daemon.counts(group)
         return now if all(now[k] - before[k] == v for k, v in want.items()) else None
 
     try:
         return wait_for(f"{who} counting {want}", reached, timeout=10)
     except Failure:
-        now = daemon.counts()
-        raise Failure(f"{who}: {GROUP} operations went from {before} to {now}, expected +{want}")
+        now = daemon.counts(group)
+        raise Failure(f"{who}: {group} operations went from {before} to {now}, expected +{want}")
 
 
 def step(msg):
@@ -246,34 +249,35 @@ def main():
                         "1", "-subj", "/CN=localhost"], check=True, capture_output=True,
                        env=env_with(server_cnf))
 
-        # ---- 1. s_server and s_client ----
-        step("openssl s_server + s_client, -groups " + GROUP)
-        s_before, c_before = server_daemon.counts(), client_daemon.counts()
-        port = free_port()
-        server_log = os.path.join(directory, "s_server.log")
-        s_server = procs.start(
-            "s_server",
-            ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", cert, "-key", key,
-             "-tls1_3", "-groups", GROUP, "-naccept", "1"],
-            server_log, stdin=subprocess.PIPE, env=env_with(server_cnf))
-        wait_for("s_server to listen",
-                 lambda: "ACCEPT" in read(server_log) or exited(s_server, server_log))
-        rc, out, err, _ = s_client(port, client_cnf)
-        if rc != 0 or "New, TLSv1.3" not in out:
-            raise Failure(f"s_client failed (rc {rc}):\n{out[-3000:]}\n{err[-3000:]}")
-        got = server_hello_group(out)
-        if got != (GROUP_ID, 4 + 1120):
-            raise Failure(f"ServerHello key share (group, length) = {got}, expected "
-                          f"({GROUP_ID}, 1124)")
-        print(f"   TLSv1.3; ServerHello key_share NamedGroup {got[0]:#06x}, {got[1]} bytes")
-        wait_for("s_server to report the shared group",
-                 lambda: f"Shared groups: {GROUP}" in read(server_log))
-        expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": 1, "decaps": 0},
-                      "server's pqcd")
-        expect_counts(client_daemon, c_before, {"keygen": 1, "encaps": 0, "decaps": 1},
-                      "client's pqcd")
-        print("   /metrics: server's pqcd +1 encaps, client's pqcd +1 keygen +1 decaps")
-        procs.stop(s_server)
+        # ---- 1. s_server and s_client, each group ----
+        for group, group_id, ct_bytes in GROUPS:
+            step("openssl s_server + s_client, -groups " + group)
+            s_before, c_before = server_daemon.counts(group), client_daemon.counts(group)
+            port = free_port()
+            server_log = os.path.join(directory, f"s_server-{group}.log")
+            s_server = procs.start(
+                "s_server",
+                ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", cert, "-key",
+                 key, "-tls1_3", "-groups", group, "-naccept", "1"],
+                server_log, stdin=subprocess.PIPE, env=env_with(server_cnf))
+            wait_for("s_server to listen",
+                     lambda: "ACCEPT" in read(server_log) or exited(s_server, server_log))
+            rc, out, err, _ = s_client(port, client_cnf, group=group)
+            if rc != 0 or "New, TLSv1.3" not in out:
+                raise Failure(f"s_client failed (rc {rc}):\n{out[-3000:]}\n{err[-3000:]}")
+            got = server_hello_group(out)
+            if got != (group_id, 4 + ct_bytes):
+                raise Failure(f"ServerHello key share (group, length) = {got}, expected "
+                              f"({group_id}, {4 + ct_bytes})")
+            print(f"   TLSv1.3; ServerHello key_share NamedGroup {got[0]:#06x}, {got[1]} bytes")
+            wait_for("s_server to report the shared group",
+                     lambda: f"Shared groups: {group}" in read(server_log))
+            expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": 1, "decaps": 0},
+                          "server's pqcd", group)
+            expect_counts(client_daemon, c_before, {"keygen": 1, "encaps": 0, "decaps": 1},
+                          "client's pqcd", group)
+            print("   /metrics: server's pqcd +1 encaps, client's pqcd +1 keygen +1 decaps")
+            procs.stop(s_server)
 
         # ---- 2. nginx ----
         step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
