@@ -247,7 +247,7 @@ def main():
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days",
                         "1", "-subj", "/CN=localhost"], check=True, capture_output=True,
-                       env=env_with(server_cnf))
+                       env=env_with(server_cnf), timeout=TIMEOUT)
 
         # ---- 1. s_server and s_client, each group ----
         for group, group_id, ct_bytes in GROUPS:
@@ -329,26 +329,33 @@ http {{
         if server_hello_group(out) != (GROUP_ID, 1124):
             raise Failure(f"nginx's ServerHello key share: {server_hello_group(out)}")
         print(f"   s_client: page served, ServerHello key_share NamedGroup {GROUP_ID:#06x}")
-        r = subprocess.run(["curl", "-sS", "--max-time", str(int(TIMEOUT)), "-k", "--tlsv1.3",
-                            "--curves", GROUP, f"https://127.0.0.1:{port}/curl"],
-                           capture_output=True, env=env_with(client_cnf))
-        if r.returncode != 0 or f"hello over {GROUP}".encode() not in r.stdout:
-            raise Failure(f"curl failed (rc {r.returncode}): {r.stdout!r} {r.stderr!r}\n"
-                          f"{read(error_log)[-3000:]}")
-        print("   curl --curves " + GROUP + ": page served")
-        lines = wait_for("both requests in nginx's access log",
+        if PRELOAD:
+            # Debian's curl deadlocks in setlocale at start-up with the ASan runtime preloaded
+            # (before it does anything of ours); s_client above covers nginx in that build.
+            print("   curl: not run with sanitizer runtimes preloaded")
+        else:
+            r = subprocess.run(["curl", "-sS", "--max-time", str(int(TIMEOUT)), "-k", "--tlsv1.3",
+                                "--curves", GROUP, f"https://127.0.0.1:{port}/curl"],
+                               capture_output=True, env=env_with(client_cnf), timeout=TIMEOUT + 5)
+            if r.returncode != 0 or f"hello over {GROUP}".encode() not in r.stdout:
+                raise Failure(f"curl failed (rc {r.returncode}): {r.stdout!r} {r.stderr!r}\n"
+                              f"{read(error_log)[-3000:]}")
+            print("   curl --curves " + GROUP + ": page served")
+        requests = 1 if PRELOAD else 2
+        lines = wait_for("the requests in nginx's access log",
                          lambda: [l for l in read(access_log).splitlines()
                                   if "GET / " in l or "GET /curl " in l]
-                         if len(read(access_log).splitlines()) >= 2 else None)
+                         if len(read(access_log).splitlines()) >= requests else None)
         for line in lines:
             if not line.startswith(f"TLSv1.3 {GROUP_ID:#06x} "):
                 raise Failure(f"access log line without TLSv1.3 and {GROUP_ID:#06x}: {line}")
         print("   access log: " + " | ".join(lines))
-        expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": 2, "decaps": 0},
+        expect_counts(server_daemon, s_before, {"keygen": 0, "encaps": requests, "decaps": 0},
                       "server's pqcd")
-        expect_counts(client_daemon, c_before, {"keygen": 2, "encaps": 0, "decaps": 2},
-                      "client's pqcd")
-        print("   /metrics: server's pqcd +2 encaps, client's pqcd +2 keygen +2 decaps")
+        expect_counts(client_daemon, c_before,
+                      {"keygen": requests, "encaps": 0, "decaps": requests}, "client's pqcd")
+        print(f"   /metrics: server's pqcd +{requests} encaps, "
+              f"client's pqcd +{requests} keygen +{requests} decaps")
 
         # ---- 3. fail-closed ----
         step("server's pqcd stopped: nginx's handshake fails promptly")
@@ -403,8 +410,11 @@ http {{
     finally:
         procs.stop_all()
         for p in procs.procs:
-            if p.returncode not in (0, -signal.SIGTERM) and p.name.startswith("pqcd"):
-                print(f"note: {p.name} exited with {p.returncode}")
+            # A daemon stopped by SIGTERM drains and exits 0; anything else (a sanitizer's
+            # report, a crash) fails the test.
+            if p.name.startswith("pqcd") and p.returncode != 0:
+                print(f"FAIL: {p.name} exited with {p.returncode}")
+                ok = False
         if ok:
             shutil.rmtree(directory, ignore_errors=True)
         else:
