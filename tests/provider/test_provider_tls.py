@@ -9,6 +9,8 @@ nginx), one the client side (s_client, curl). Steps:
      -groups X25519MLKEM768 (then SecP256r1MLKEM768, SecP384r1MLKEM1024) complete a TLS 1.3
      handshake; the ServerHello's key share is that group (0x11ec; s_client -trace); the server's
      daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
+  1b. provider_evp_check: the EVP calls libssl makes, for each group, and the shares the
+     provider or the daemon refuses (their errors on OpenSSL's error queue).
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec.
   3. With the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
@@ -215,6 +217,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pqcd", required=True)
     ap.add_argument("--provider", required=True)
+    ap.add_argument("--evp-check", required=True, help="provider_evp_check (the EVP calls)")
     ap.add_argument("--preload", action="append", default=[],
                     help="a sanitizer runtime to preload into openssl, nginx and curl")
     args = ap.parse_args()
@@ -278,6 +281,19 @@ def main():
                           "client's pqcd", group)
             print("   /metrics: server's pqcd +1 encaps, client's pqcd +1 keygen +1 decaps")
             procs.stop(s_server)
+
+        # ---- 1b. the EVP calls, and the refusals ----
+        step("provider_evp_check: EVP keygen/encapsulate/decapsulate and refused shares")
+        env = dict(os.environ)  # an instrumented build of its own: nothing to preload
+        env.pop("OPENSSL_CONF", None)
+        env.pop("PQCD_PROVIDER_ADDRESS", None)
+        r = subprocess.run([args.evp_check, client_cnf], capture_output=True, env=env,
+                           timeout=TIMEOUT)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Failure(f"provider_evp_check (rc {r.returncode}):\n{out}\n"
+                          f"{r.stderr.decode(errors='replace')[-3000:]}")
+        print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed")
 
         # ---- 2. nginx ----
         step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
