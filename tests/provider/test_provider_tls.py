@@ -13,7 +13,8 @@ nginx), one the client side (s_client, curl). Steps:
      provider or the daemon refuses (their errors on OpenSSL's error queue).
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec.
-  3. With the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
+  3. With the server's daemon frozen (SIGSTOP), a handshake fails at the provider's deadline;
+     with the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
      names the provider's error and the address; started again, the same nginx worker serves
      again; a client whose daemon is unreachable fails before it sends anything.
 Exit 77 (ctest's SKIP_RETURN_CODE) when nginx is not installed.
@@ -374,6 +375,23 @@ http {{
               f"client's pqcd +{requests} keygen +{requests} decaps")
 
         # ---- 3. fail-closed ----
+        step("server's pqcd frozen (SIGSTOP): nginx's handshake fails at the 2 s deadline")
+        server_daemon.proc.send_signal(signal.SIGSTOP)
+        try:
+            rc, out, err, took = s_client(port, client_cnf,
+                                          b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        finally:
+            server_daemon.proc.send_signal(signal.SIGCONT)
+        if rc == 0 and "hello over" in out:
+            raise Failure("a page was served with the server's pqcd frozen")
+        if not 1.5 <= took <= 15:
+            raise Failure(f"the handshake against a frozen daemon failed after {took:.1f} s, "
+                          "not at the provider's 2 s deadline")
+        line = wait_for("nginx's error log to name the deadline",
+                        lambda: [l for l in read(error_log).splitlines()
+                                 if "DEADLINE_EXCEEDED" in l and server_daemon.sock in l])[0]
+        print(f"   handshake failed after {took:.2f} s; error.log: ...{line[-250:]}")
+
         step("server's pqcd stopped: nginx's handshake fails promptly")
         procs.stop(server_daemon.proc)
         rc, out, err, took = s_client(port, client_cnf,
@@ -386,7 +404,8 @@ http {{
 
         def logged():
             text = read(error_log)
-            return [l for l in text.splitlines() if needle in l and server_daemon.sock in l]
+            return [l for l in text.splitlines()
+                    if needle in l and server_daemon.sock in l and "UNAVAILABLE" in l]
 
         line = wait_for("nginx's error log to name the provider's error", logged, timeout=10)[0]
         print(f"   handshake failed after {took:.2f} s; error.log: {line[-300:]}")
