@@ -10,7 +10,9 @@ nginx), one the client side (s_client, curl). Steps:
      handshake; the ServerHello's key share is that group (0x11ec; s_client -trace); the server's
      daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
   1b. provider_evp_check: the EVP calls libssl makes, for each group, and the shares the
-     provider or the daemon refuses (their errors on OpenSSL's error queue).
+     provider or the daemon refuses (their errors on OpenSSL's error queue); once with the
+     daemon's Unix socket (all calls over its lane) and once with its TCP port (all over gRPC),
+     each way checked in the daemon's metrics.
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec.
   3. With the server's daemon frozen (SIGSTOP), a handshake fails at the provider's deadline;
@@ -121,7 +123,7 @@ class Daemon:
         port_file = os.path.join(directory, f"{name}.ports")
         self.proc = procs.start(
             f"pqcd ({name})",
-            [pqcd, "--listen", "none", "--metrics-listen", "127.0.0.1:0", "--unix", self.sock,
+            [pqcd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--unix", self.sock,
              "--port-file", port_file, "--workers", "1", "--log-level", "warn"],
             self.log)
 
@@ -131,19 +133,23 @@ class Daemon:
             lines = read(port_file).split()
             return len(lines) >= 2 and os.path.exists(self.sock + ".lane") and lines
 
-        self.metrics_port = int(wait_for(f"pqcd ({name}) to serve", ready)[-1])
+        ports = wait_for(f"pqcd ({name}) to serve", ready)
+        self.grpc_port, self.metrics_port = int(ports[0]), int(ports[1])
         self.address = "unix:" + self.sock
+        self.tcp_address = f"127.0.0.1:{self.grpc_port}"
 
-    def operations(self, operation, group):
-        """pqcd_operations_total{operation, algorithm=group}."""
+    def metric(self, name, *labels):
+        """The sum of the samples of metric `name` whose labels include every one of `labels`."""
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as r:
             text = r.read().decode()
-        for line in text.splitlines():
-            if (line.startswith("pqcd_operations_total{") and f'algorithm="{group}"' in line
-                    and f'operation="{operation}"' in line):
-                return int(float(line.split()[-1]))
-        return 0
+        return sum(int(float(line.split()[-1])) for line in text.splitlines()
+                   if line.startswith(name + "{") and all(l in line for l in labels))
+
+    def operations(self, operation, group):
+        """pqcd_operations_total{operation, algorithm=group}."""
+        return self.metric("pqcd_operations_total", f'algorithm="{group}"',
+                           f'operation="{operation}"')
 
     def counts(self, group=GROUP):
         return {op: self.operations(op, group) for op in ("keygen", "encaps", "decaps")}
@@ -283,18 +289,42 @@ def main():
             print("   /metrics: server's pqcd +1 encaps, client's pqcd +1 keygen +1 decaps")
             procs.stop(s_server)
 
-        # ---- 1b. the EVP calls, and the refusals ----
-        step("provider_evp_check: EVP keygen/encapsulate/decapsulate and refused shares")
-        env = dict(os.environ)  # an instrumented build of its own: nothing to preload
-        env.pop("OPENSSL_CONF", None)
-        env.pop("PQCD_PROVIDER_ADDRESS", None)
-        r = subprocess.run([args.evp_check, client_cnf], capture_output=True, env=env,
-                           timeout=TIMEOUT)
-        out = r.stdout.decode(errors="replace")
-        if r.returncode != 0:
-            raise Failure(f"provider_evp_check (rc {r.returncode}):\n{out}\n"
-                          f"{r.stderr.decode(errors='replace')[-3000:]}")
-        print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed")
+        # ---- 1b. the EVP calls, and the refusals: over the lane, then over gRPC (TCP) ----
+        tcp_cnf = os.path.join(directory, "tcp-openssl.cnf")
+        write_openssl_cnf(tcp_cnf, os.path.abspath(args.provider), client_daemon.tcp_address)
+        # Which way the calls went: lane requests, or gRPC requests (KeyGen, Encaps, Decaps).
+        lane_requests = lambda: client_daemon.metric("pqcd_lane_requests_total")
+        grpc_requests = lambda: sum(client_daemon.metric("pqcd_requests_total", f'rpc="{rpc}"')
+                                    for rpc in ("KeyGen", "Encaps", "Decaps"))
+        for transport, cnf, by, other in (
+                ("lane, " + client_daemon.address, client_cnf, lane_requests, grpc_requests),
+                ("gRPC, " + client_daemon.tcp_address, tcp_cnf, grpc_requests, lane_requests)):
+            by_before, other_before = by(), other()
+            step(f"provider_evp_check over {transport}: EVP keygen/encapsulate/decapsulate, "
+                 "refused shares")
+            before = client_daemon.counts()
+            env = dict(os.environ)  # an instrumented build of its own: nothing to preload
+            env.pop("OPENSSL_CONF", None)
+            env.pop("PQCD_PROVIDER_ADDRESS", None)
+            r = subprocess.run([args.evp_check, cnf], capture_output=True, env=env,
+                               timeout=TIMEOUT)
+            out = r.stdout.decode(errors="replace")
+            if r.returncode != 0:
+                raise Failure(f"provider_evp_check (rc {r.returncode}):\n{out}\n"
+                              f"{r.stderr.decode(errors='replace')[-3000:]}")
+            # Of X25519MLKEM768: one keygen, one decaps, three encaps (one good, two refused by
+            # the daemon's checks, which run as operations too).
+            expect_counts(client_daemon, before, {"keygen": 1, "encaps": 3, "decaps": 1},
+                          "client's pqcd")
+            # 3 groups x (keygen, encaps, decaps, 2 refused encaps) = 15 calls, all this way.
+            try:
+                wait_for(f"15 requests over {transport}",
+                         lambda: by() - by_before == 15 and other() == other_before, timeout=10)
+            except Failure:
+                raise Failure(f"over {transport}: {by() - by_before} requests this way (expected "
+                              f"15), {other() - other_before} the other way (expected 0)")
+            print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed; "
+                  "the daemon counted them, all 15 calls this way")
 
         # ---- 2. nginx ----
         step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
