@@ -14,7 +14,8 @@ nginx), one the client side (s_client, curl). Steps:
      daemon's Unix socket (all calls over its lane) and once with its TCP port (all over gRPC),
      each way checked in the daemon's metrics.
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
-     curl over that group; its access log shows $ssl_curve = 0x11ec.
+     curl over that group; its access log shows $ssl_curve = 0x11ec; a classic client
+     (-groups X25519) is served too, shows X25519, and pqcd is not asked.
   3. With the server's daemon frozen (SIGSTOP), a handshake fails at the provider's deadline;
      with the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
      names the provider's error and the address; started again, the same nginx worker serves
@@ -403,6 +404,22 @@ http {{
                       {"keygen": requests, "encaps": 0, "decaps": requests}, "client's pqcd")
         print(f"   /metrics: server's pqcd +{requests} encaps, "
               f"client's pqcd +{requests} keygen +{requests} decaps")
+
+        step("a classic client (-groups X25519) to the same nginx: served, pqcd not asked")
+        s_before = server_daemon.counts()
+        rc, out, err, _ = s_client(port, client_cnf,
+                                   b"GET /classic HTTP/1.0\r\nHost: localhost\r\n\r\n",
+                                   ("-ign_eof",), group="X25519")
+        if rc != 0 or f"hello over {GROUP}" not in out:
+            raise Failure(f"classic s_client failed (rc {rc}):\n{out[-2000:]}\n{err[-2000:]}")
+        line = wait_for("the classic request in nginx's access log",
+                        lambda: [l for l in read(access_log).splitlines() if "/classic" in l])[0]
+        if not line.startswith("TLSv1.3 X25519 "):
+            raise Failure(f"classic client's access log line: {line}")
+        if server_daemon.counts() != s_before:
+            raise Failure(f"the server's pqcd was used for a classic handshake: {s_before} -> "
+                          f"{server_daemon.counts()}")
+        print(f"   access log: {line}")
 
         # ---- 3. fail-closed ----
         step("server's pqcd frozen (SIGSTOP): nginx's handshake fails at the 2 s deadline")
