@@ -620,7 +620,11 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   }
   if (lane != nullptr) {
     bool on = true;
-    if (!absl::SimpleAtob(lane, &on)) {
+    if (OPENSSL_strcasecmp(lane, "on") == 0) {
+      on = true;
+    } else if (OPENSSL_strcasecmp(lane, "off") == 0) {
+      on = false;
+    } else if (!absl::SimpleAtob(lane, &on)) {  // true/false, yes/no, 1/0
       PQCD_RAISE(prov, kBadConfig, "pqcd_lane=%s: not on or off", lane);
       return false;
     }

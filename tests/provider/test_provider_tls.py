@@ -11,8 +11,8 @@ nginx), one the client side (s_client, curl). Steps:
      daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
   1b. provider_evp_check: the EVP calls libssl makes, for each group, and the shares the
      provider or the daemon refuses (their errors on OpenSSL's error queue); once with the
-     daemon's Unix socket (all calls over its lane) and once with its TCP port (all over gRPC),
-     each way checked in the daemon's metrics.
+     daemon's Unix socket (all calls over its lane), once with its TCP port and once with the
+     Unix socket and pqcd_lane = off (all over gRPC), each way checked in the daemon's metrics.
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec; a classic client
      (-groups X25519) is served too, shows X25519, and pqcd is not asked.
@@ -156,7 +156,7 @@ class Daemon:
         return {op: self.operations(op, group) for op in ("keygen", "encaps", "decaps")}
 
 
-def write_openssl_cnf(path, provider, address):
+def write_openssl_cnf(path, provider, address, extra=""):
     with open(path, "w") as f:
         f.write(f"""openssl_conf = openssl_init
 [openssl_init]
@@ -169,7 +169,7 @@ activate = 1
 [pqcd_sect]
 module = {provider}
 pqcd_address = {address}
-activate = 1
+{extra}activate = 1
 """)
 
 
@@ -293,13 +293,18 @@ def main():
         # ---- 1b. the EVP calls, and the refusals: over the lane, then over gRPC (TCP) ----
         tcp_cnf = os.path.join(directory, "tcp-openssl.cnf")
         write_openssl_cnf(tcp_cnf, os.path.abspath(args.provider), client_daemon.tcp_address)
+        no_lane_cnf = os.path.join(directory, "no-lane-openssl.cnf")
+        write_openssl_cnf(no_lane_cnf, os.path.abspath(args.provider), client_daemon.address,
+                          "pqcd_lane = off\n")
         # Which way the calls went: lane requests, or gRPC requests (KeyGen, Encaps, Decaps).
         lane_requests = lambda: client_daemon.metric("pqcd_lane_requests_total")
         grpc_requests = lambda: sum(client_daemon.metric("pqcd_requests_total", f'rpc="{rpc}"')
                                     for rpc in ("KeyGen", "Encaps", "Decaps"))
         for transport, cnf, by, other in (
                 ("lane, " + client_daemon.address, client_cnf, lane_requests, grpc_requests),
-                ("gRPC, " + client_daemon.tcp_address, tcp_cnf, grpc_requests, lane_requests)):
+                ("gRPC, " + client_daemon.tcp_address, tcp_cnf, grpc_requests, lane_requests),
+                ("gRPC (pqcd_lane = off), " + client_daemon.address, no_lane_cnf, grpc_requests,
+                 lane_requests)):
             by_before, other_before = by(), other()
             step(f"provider_evp_check over {transport}: EVP keygen/encapsulate/decapsulate, "
                  "refused shares")
