@@ -27,6 +27,7 @@
 
 #include "absl/strings/numbers.h"
 #include "pqcd/client/types.h"
+#include "pqcd/kernels/algorithms.h"
 #include "transport.h"
 
 namespace pqcd::provider {
@@ -45,12 +46,23 @@ struct Group {
   unsigned int security_bits;
 };
 
-// Sizes: docs/hybrids.md (the daemon's registry rows of the same algorithms).
+// The sizes are the algorithm registry's (kernels/include/pqcd/kernels/algorithms.h), which the
+// daemon serves: the client's enum values are the rows' pqc.v1.Algorithm numbers.
+constexpr Group MakeGroup(const char* name, unsigned int tls_id, Algorithm algorithm,
+                          unsigned int security_bits) {
+  const kernels::AlgorithmFacts& f = *kernels::FindByApiValue(static_cast<int>(algorithm));
+  return {name,           tls_id,       algorithm, f.public_key_bytes, f.ciphertext_bytes,
+          f.secret_bytes, security_bits};
+}
 constexpr Group kGroups[] = {
-    {"X25519MLKEM768", 0x11EC, Algorithm::kX25519MlKem768, 1216, 1120, 64, 192},
-    {"SecP256r1MLKEM768", 0x11EB, Algorithm::kSecP256r1MlKem768, 1249, 1153, 64, 192},
-    {"SecP384r1MLKEM1024", 0x11ED, Algorithm::kSecP384r1MlKem1024, 1665, 1665, 80, 256},
+    MakeGroup("X25519MLKEM768", 0x11EC, Algorithm::kX25519MlKem768, 192),
+    MakeGroup("SecP256r1MLKEM768", 0x11EB, Algorithm::kSecP256r1MlKem768, 192),
+    MakeGroup("SecP384r1MLKEM1024", 0x11ED, Algorithm::kSecP384r1MlKem1024, 256),
 };
+// draft-ietf-tls-ecdhe-mlkem's share sizes, as a check of the registry rows above.
+static_assert(kGroups[0].ek_bytes == 1216 && kGroups[0].ct_bytes == 1120 &&
+              kGroups[1].ek_bytes == 1249 && kGroups[1].ct_bytes == 1153 &&
+              kGroups[2].ek_bytes == 1665 && kGroups[2].ct_bytes == 1665);
 constexpr size_t kGroupCount = sizeof(kGroups) / sizeof(kGroups[0]);
 
 // ---- Errors ---------------------------------------------------------------------------------
