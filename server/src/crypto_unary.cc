@@ -104,10 +104,8 @@ struct UnaryMethod {
   using RequestFn = void (Service::*)(grpc::ServerContext*, Req*,
                                       grpc::ServerAsyncResponseWriter<Resp>*,
                                       grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
-  using PrepareFn = absl::Status (*)(ServiceContext*, const Caller&, const Req&, Resp*, OpState*);
   const char* rpc;
   RequestFn request;
-  PrepareFn prepare;
   // Calls that carry private keys, seeds or shared secrets wipe their messages when gRPC is done
   // with them (wipe.h); Verify and Hash carry none.
   bool secrets;
@@ -145,7 +143,7 @@ class UnaryCall final : public AsyncCall<Req, Resp> {
         !Charge(caller.identity, request_.ByteSizeLong() + 2 * AnswerBytesBound(request_))) {
       return;
     }
-    if (absl::Status s = method_->prepare(ctx(), caller, request_, &response_, &op_); !s.ok()) {
+    if (absl::Status s = Prepare(ctx(), caller, request_, &response_, &op_); !s.ok()) {
       FinishWith(ToGrpc(s));
       return;
     }
@@ -278,17 +276,15 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
 // The unary methods.
 namespace v1 = pqc::v1;
 const UnaryMethod<v1::KeyGenRequest, v1::KeyGenResponse> kKeyGen{"KeyGen", &Service::RequestKeyGen,
-                                                                 PrepareKeyGen, true};
+                                                                 true};
 const UnaryMethod<v1::EncapsRequest, v1::EncapsResponse> kEncaps{"Encaps", &Service::RequestEncaps,
-                                                                 PrepareEncaps, true};
+                                                                 true};
 const UnaryMethod<v1::DecapsRequest, v1::DecapsResponse> kDecaps{"Decaps", &Service::RequestDecaps,
-                                                                 PrepareDecaps, true};
-const UnaryMethod<v1::SignRequest, v1::SignResponse> kSign{"Sign", &Service::RequestSign,
-                                                           PrepareSign, true};
+                                                                 true};
+const UnaryMethod<v1::SignRequest, v1::SignResponse> kSign{"Sign", &Service::RequestSign, true};
 const UnaryMethod<v1::VerifyRequest, v1::VerifyResponse> kVerify{"Verify", &Service::RequestVerify,
-                                                                 PrepareVerify, false};
-const UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::RequestHash,
-                                                           PrepareHash, false};
+                                                                 false};
+const UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::RequestHash, false};
 
 }  // namespace
 

@@ -255,9 +255,15 @@ absl::Status RunJobAndWait(engine::Engine& engine, engine::Job& job) {
   return result.get();
 }
 
-absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
-                           OpState* st) {
+namespace {
+
+// One PrepareRequest and one AnswerBound per request type: Prepare, AnswerBytesBound (ops.h: their
+// instantiations at the end of this file) and PrepareOperation pick theirs by overload.
+// given: see GivenKeys (only Decaps and Sign take keys that a Batch or Stream may repeat).
+
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
+                            const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
+                            OpState* st, GivenKeys* /*given*/) {
   st->ctx = ctx;
   const AlgorithmDescriptor* info = LookupAlgorithm(req.algorithm());
   if (info == nullptr || info->family() == Family::kHash) {
@@ -327,8 +333,6 @@ absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
   }
   return absl::OkStatus();
 }
-
-namespace {
 
 // The key a request names: the held key behind key_ref (its public or private half kept alive in
 // st until the job completes) or the bytes given in the request after their length check.
@@ -419,9 +423,11 @@ std::shared_ptr<const SecretBytes> GivenKeys::Find(const AlgorithmDescriptor& al
   return prepared_;
 }
 
-absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
-                           OpState* st) {
+namespace {
+
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
+                            const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
+                            OpState* st, GivenKeys* /*given*/) {
   st->ctx = ctx;
   uint32_t version = 0;
   auto k = ResolveJobKey<false>(ctx, caller, req, Family::kKem, "Encaps", st, &version);
@@ -435,10 +441,9 @@ absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
   return absl::OkStatus();
 }
 
-namespace {
-absl::Status PrepareDecapsWith(ServiceContext* ctx, const Caller& caller,
-                               const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
-                               OpState* st, GivenKeys* given) {
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
+                            const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
+                            OpState* st, GivenKeys* given) {
   st->ctx = ctx;
   auto k = ResolveJobKey<true>(ctx, caller, req, Family::kKem, "Decaps", st, nullptr, given);
   if (!k.ok()) return k.status();
@@ -454,15 +459,7 @@ absl::Status PrepareDecapsWith(ServiceContext* ctx, const Caller& caller,
   item.ss = Resize(resp->mutable_shared_secret(), f.secret_bytes);
   return absl::OkStatus();
 }
-}  // namespace
 
-absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
-                           OpState* st) {
-  return PrepareDecapsWith(ctx, caller, req, resp, st, nullptr);
-}
-
-namespace {
 absl::Status SetDsaMessageOptions(ServiceContext* ctx, const kernels::AlgorithmFacts& f,
                                   const std::string& message, const std::string& context,
                                   int pre_hash, bool external_mu, Bytes* message_view,
@@ -494,9 +491,9 @@ absl::Status SetDsaMessageOptions(ServiceContext* ctx, const kernels::AlgorithmF
   return absl::OkStatus();
 }
 
-absl::Status PrepareSignWith(ServiceContext* ctx, const Caller& caller,
-                             const pqc::v1::SignRequest& req, pqc::v1::SignResponse* resp,
-                             OpState* st, GivenKeys* given) {
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
+                            const pqc::v1::SignRequest& req, pqc::v1::SignResponse* resp,
+                            OpState* st, GivenKeys* given) {
   st->ctx = ctx;
   uint32_t version = 0;
   auto k = ResolveJobKey<true>(ctx, caller, req, Family::kDsa, "Sign", st, &version, given);
@@ -515,16 +512,10 @@ absl::Status PrepareSignWith(ServiceContext* ctx, const Caller& caller,
   item.sig = Resize(resp->mutable_signature(), f.signature_bytes);
   return absl::OkStatus();
 }
-}  // namespace
 
-absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
-                         pqc::v1::SignResponse* resp, OpState* st) {
-  return PrepareSignWith(ctx, caller, req, resp, st, nullptr);
-}
-
-absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
-                           OpState* st) {
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
+                            const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
+                            OpState* st, GivenKeys* /*given*/) {
   st->ctx = ctx;
   auto k = ResolveJobKey<false>(ctx, caller, req, Family::kDsa, "Verify", st);
   if (!k.ok()) return k.status();
@@ -543,9 +534,9 @@ absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
   return absl::OkStatus();
 }
 
-absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
-                         const pqc::v1::HashRequest& req, pqc::v1::HashResponse* resp,
-                         OpState* st) {
+absl::Status PrepareRequest(ServiceContext* ctx, const Caller& /*caller*/,
+                            const pqc::v1::HashRequest& req, pqc::v1::HashResponse* resp,
+                            OpState* st, GivenKeys* /*given*/) {
   st->ctx = ctx;
   auto info = RequireFamily(req.algorithm(), Family::kHash, "Hash");
   if (!info.ok()) return info.status();
@@ -558,7 +549,6 @@ absl::Status PrepareHash(ServiceContext* ctx, const Caller& /*caller*/,
   return absl::OkStatus();
 }
 
-namespace {
 constexpr size_t LargestSignature() {
   size_t n = 0;
   for (const kernels::AlgorithmFacts& f : kernels::kAlgorithms) n = std::max(n, f.signature_bytes);
@@ -566,63 +556,62 @@ constexpr size_t LargestSignature() {
 }
 // The largest fixed-size answer of an operation whose algorithm is not known yet.
 constexpr size_t kLargestSignature = LargestSignature();
-}  // namespace
 
-namespace {
 // Per-field framing (tags, lengths, the result's status) is covered by the constant.
 constexpr size_t kAnswerOverhead = 64;
 // Held keys (algorithm left unspecified), Verify, invalid operations: a key-sized bound.
 constexpr size_t kDefaultAnswerBound = kAnswerOverhead + kLargestSignature;
-}  // namespace
 
-size_t AnswerBytesBound(const pqc::v1::KeyGenRequest& r) {
+size_t AnswerBound(const pqc::v1::KeyGenRequest& r) {
   const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
   if (f == nullptr || f->family == Family::kHash) return kDefaultAnswerBound;
   return kAnswerOverhead + f->public_key_bytes + f->private_key_bytes + f->seed_bytes +
          (r.hold() ? 128 : 0);
 }
-size_t AnswerBytesBound(const pqc::v1::EncapsRequest& r) {
+size_t AnswerBound(const pqc::v1::EncapsRequest& r) {
   const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
   if (f == nullptr || f->family != Family::kKem) return kDefaultAnswerBound;
   return kAnswerOverhead + f->ciphertext_bytes + f->secret_bytes;
 }
-size_t AnswerBytesBound(const pqc::v1::DecapsRequest& r) {
+size_t AnswerBound(const pqc::v1::DecapsRequest& r) {
   const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
   if (f == nullptr || f->family != Family::kKem) return kDefaultAnswerBound;
   return kAnswerOverhead + f->secret_bytes;
 }
-size_t AnswerBytesBound(const pqc::v1::SignRequest& r) {
+size_t AnswerBound(const pqc::v1::SignRequest& r) {
   const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
   if (f == nullptr || f->family != Family::kDsa) return kDefaultAnswerBound;
   return kAnswerOverhead + f->signature_bytes;
 }
-size_t AnswerBytesBound(const pqc::v1::VerifyRequest&) {
+size_t AnswerBound(const pqc::v1::VerifyRequest&) {
   return kDefaultAnswerBound;
 }
-size_t AnswerBytesBound(const pqc::v1::HashRequest& r) {
+size_t AnswerBound(const pqc::v1::HashRequest& r) {
   const kernels::AlgorithmFacts* f = kernels::FindByApiValue(r.algorithm());
   if (f == nullptr || f->family != Family::kHash) return kDefaultAnswerBound;
   return kAnswerOverhead + (f->xof && r.output_length() != 0 ? r.output_length() : f->digest_bytes);
 }
 
-size_t AnswerBytesBound(const pqc::v1::Operation& op) {
+size_t AnswerBound(const pqc::v1::Operation& op) {
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
-      return AnswerBytesBound(op.keygen());
+      return AnswerBound(op.keygen());
     case pqc::v1::Operation::kEncaps:
-      return AnswerBytesBound(op.encaps());
+      return AnswerBound(op.encaps());
     case pqc::v1::Operation::kDecaps:
-      return AnswerBytesBound(op.decaps());
+      return AnswerBound(op.decaps());
     case pqc::v1::Operation::kSign:
-      return AnswerBytesBound(op.sign());
+      return AnswerBound(op.sign());
     case pqc::v1::Operation::kVerify:
-      return AnswerBytesBound(op.verify());
+      return AnswerBound(op.verify());
     case pqc::v1::Operation::kHash:
-      return AnswerBytesBound(op.hash());
+      return AnswerBound(op.hash());
     default:
       return kDefaultAnswerBound;
   }
 }
+
+}  // namespace
 
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
@@ -630,20 +619,55 @@ absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
   st->ctx = ctx;
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
-      return PrepareKeyGen(ctx, caller, op.keygen(), result->mutable_keygen(), st);
+      return PrepareRequest(ctx, caller, op.keygen(), result->mutable_keygen(), st, given);
     case pqc::v1::Operation::kEncaps:
-      return PrepareEncaps(ctx, caller, op.encaps(), result->mutable_encaps(), st);
+      return PrepareRequest(ctx, caller, op.encaps(), result->mutable_encaps(), st, given);
     case pqc::v1::Operation::kDecaps:
-      return PrepareDecapsWith(ctx, caller, op.decaps(), result->mutable_decaps(), st, given);
+      return PrepareRequest(ctx, caller, op.decaps(), result->mutable_decaps(), st, given);
     case pqc::v1::Operation::kSign:
-      return PrepareSignWith(ctx, caller, op.sign(), result->mutable_sign(), st, given);
+      return PrepareRequest(ctx, caller, op.sign(), result->mutable_sign(), st, given);
     case pqc::v1::Operation::kVerify:
-      return PrepareVerify(ctx, caller, op.verify(), result->mutable_verify(), st);
+      return PrepareRequest(ctx, caller, op.verify(), result->mutable_verify(), st, given);
     case pqc::v1::Operation::kHash:
-      return PrepareHash(ctx, caller, op.hash(), result->mutable_hash(), st);
+      return PrepareRequest(ctx, caller, op.hash(), result->mutable_hash(), st, given);
     default:
       return InvalidArgumentError("op: the operation is empty (set keygen, encaps, ...)");
   }
 }
+
+// ops.h's templates, defined once for every request type and instantiated below for each: a new
+// request type adds its PrepareRequest and AnswerBound above and its instantiations here (a type
+// without them does not link).
+template <class Req, class Resp>
+absl::Status Prepare(ServiceContext* ctx, const Caller& caller, const Req& req, Resp* resp,
+                     OpState* st) {
+  return PrepareRequest(ctx, caller, req, resp, st, nullptr);
+}
+
+template <class Req>
+size_t AnswerBytesBound(const Req& req) {
+  return AnswerBound(req);
+}
+
+namespace v1 = pqc::v1;
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::KeyGenRequest&,
+                              v1::KeyGenResponse*, OpState*);
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::EncapsRequest&,
+                              v1::EncapsResponse*, OpState*);
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::DecapsRequest&,
+                              v1::DecapsResponse*, OpState*);
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::SignRequest&,
+                              v1::SignResponse*, OpState*);
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::VerifyRequest&,
+                              v1::VerifyResponse*, OpState*);
+template absl::Status Prepare(ServiceContext*, const Caller&, const v1::HashRequest&,
+                              v1::HashResponse*, OpState*);
+template size_t AnswerBytesBound(const v1::KeyGenRequest&);
+template size_t AnswerBytesBound(const v1::EncapsRequest&);
+template size_t AnswerBytesBound(const v1::DecapsRequest&);
+template size_t AnswerBytesBound(const v1::SignRequest&);
+template size_t AnswerBytesBound(const v1::VerifyRequest&);
+template size_t AnswerBytesBound(const v1::HashRequest&);
+template size_t AnswerBytesBound(const v1::Operation&);
 
 }  // namespace pqcd::server

@@ -96,38 +96,22 @@ class GivenKeys {
   std::vector<uint8_t> owned_;  // own_copies_: the last key given
 };
 
-// Validate + resolve + set up the job. A non-OK status means the op must not be submitted.
-// given (Batch, packed Stream; null for a unary call): see GivenKeys.
-absl::Status PrepareKeyGen(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::KeyGenRequest& req, pqc::v1::KeyGenResponse* resp,
-                           OpState* st);
-absl::Status PrepareEncaps(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::EncapsRequest& req, pqc::v1::EncapsResponse* resp,
-                           OpState* st);
-absl::Status PrepareDecaps(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::DecapsRequest& req, pqc::v1::DecapsResponse* resp,
-                           OpState* st);
-absl::Status PrepareSign(ServiceContext* ctx, const Caller& caller, const pqc::v1::SignRequest& req,
-                         pqc::v1::SignResponse* resp, OpState* st);
-absl::Status PrepareVerify(ServiceContext* ctx, const Caller& caller,
-                           const pqc::v1::VerifyRequest& req, pqc::v1::VerifyResponse* resp,
-                           OpState* st);
-absl::Status PrepareHash(ServiceContext* ctx, const Caller& caller, const pqc::v1::HashRequest& req,
-                         pqc::v1::HashResponse* resp, OpState* st);
-// Any of the above, for Batch and Stream items.
+// Validate + resolve + set up the job of one request (KeyGen, Encaps, Decaps, Sign, Verify, Hash,
+// each with its response type). A non-OK status means the op must not be submitted. Defined in
+// ops.cc and instantiated there for each request type, so that a new one changes ops.cc only.
+template <class Req, class Resp>
+absl::Status Prepare(ServiceContext* ctx, const Caller& caller, const Req& req, Resp* resp,
+                     OpState* st);
+// Any of the above, for Batch and Stream items. given (Batch, packed Stream): see GivenKeys.
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
                               OpState* st, GivenKeys* given = nullptr);
-// An upper bound of the bytes the operation's answer takes in a response (cheap: no validation).
-// Batch and Stream budget their answers with it before anything is allocated or computed, and
-// every call charges it to the memory account (bounds.h).
-size_t AnswerBytesBound(const pqc::v1::Operation& op);
-size_t AnswerBytesBound(const pqc::v1::KeyGenRequest& r);
-size_t AnswerBytesBound(const pqc::v1::EncapsRequest& r);
-size_t AnswerBytesBound(const pqc::v1::DecapsRequest& r);
-size_t AnswerBytesBound(const pqc::v1::SignRequest& r);
-size_t AnswerBytesBound(const pqc::v1::VerifyRequest& r);
-size_t AnswerBytesBound(const pqc::v1::HashRequest& r);
+// An upper bound of the bytes the answer to a request (any type Prepare takes, or a
+// pqc::v1::Operation) takes in a response (cheap: no validation). Batch and Stream budget their
+// answers with it before anything is allocated or computed, and every call charges it to the
+// memory account (bounds.h). Instantiated in ops.cc, as Prepare.
+template <class Req>
+size_t AnswerBytesBound(const Req& req);
 // Writes a non-OK status into an OperationResult (clearing any partial result).
 void SetResultStatus(pqc::v1::OperationResult* result, const absl::Status& status);
 

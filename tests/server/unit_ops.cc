@@ -75,7 +75,7 @@ absl::Status HeldKeyGen(Env& env, const std::string& key_id, Clock::time_point d
   req.set_key_id(key_id);
   pqc::v1::KeyGenResponse resp;
   OpState st;
-  absl::Status prepared = PrepareKeyGen(&env.ctx, env.caller, req, &resp, &st);
+  absl::Status prepared = Prepare(&env.ctx, env.caller, req, &resp, &st);
   if (!prepared.ok()) return prepared;
   std::mutex mu;
   std::condition_variable cv;
