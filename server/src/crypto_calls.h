@@ -1,12 +1,15 @@
 // The calls of pqc.v1.Crypto on the core queues (core_queues.h, core_reactor.h), one file per kind:
 // unary methods and Batch (crypto_unary.cc), Stream (crypto_stream.cc), HashStream
-// (crypto_hash_stream.cc). CryptoService::StartCoreServing (crypto_service.cc) posts the first
-// request of each on every queue; each call posts the next one of its method when it arrives.
+// (crypto_hash_stream.cc). Each file lists the methods it serves (CryptoMethod);
+// CryptoService::StartCoreServing (crypto_service.cc) posts the first request of each on every
+// queue, and each call posts the next one of its method when it arrives. The same lists are what
+// the start-up check holds against the proto (CheckServesEveryMethod).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -55,9 +58,17 @@ struct CryptoServing {
   HashStreamWatch* watch;
 };
 
-// Each posts the first call(s) of its kind on `queue`.
-void PostUnaryCalls(const CryptoServing& serving, int queue);
-void PostStream(const CryptoServing& serving, int queue);
-void PostHashStream(const CryptoServing& serving, int queue);
+// A method of pqc.v1.Crypto as the daemon serves it: its name in the proto ("KeyGen", also its
+// calls' metric label) and what posts its first call on a queue.
+struct CryptoMethod {
+  const char* name;
+  void (*post)(const CryptoServing& serving, int queue);
+};
+
+// The methods each file serves: the unary methods and Batch (crypto_unary.cc: their rows), Stream
+// (crypto_stream.cc), HashStream (crypto_hash_stream.cc).
+std::span<const CryptoMethod> UnaryMethods();
+CryptoMethod StreamMethod();
+CryptoMethod HashStreamMethod();
 
 }  // namespace pqcd::server

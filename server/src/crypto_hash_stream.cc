@@ -65,6 +65,7 @@ class HashStreamReactor final
     : public CoreReadReactor<pqc::v1::HashStreamRequest, pqc::v1::HashResponse>,
       public HashStreamWatch::Watched {
  public:
+  static constexpr const char* kRpc = "HashStream";
   static void Post(const CryptoServing& serving, int queue) {
     auto* call = new HashStreamReactor(serving, queue);
     serving.service->RequestHashStream(&call->context_, &call->reader_, call->cq(), call->cq(),
@@ -74,7 +75,7 @@ class HashStreamReactor final
   void Renew() override { Post(serving_, queue()); }
 
   void OnStart() override {
-    scope_.emplace(ctx_, "HashStream");
+    scope_.emplace(ctx_, kRpc);
     start_ = SteadyClock::now();
     last_message_ = start_;
     if (ctx_->draining.load()) {
@@ -299,8 +300,8 @@ class HashStreamReactor final
 
 }  // namespace
 
-void PostHashStream(const CryptoServing& serving, int queue) {
-  HashStreamReactor::Post(serving, queue);
+CryptoMethod HashStreamMethod() {
+  return {HashStreamReactor::kRpc, HashStreamReactor::Post};
 }
 
 }  // namespace pqcd::server

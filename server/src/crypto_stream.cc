@@ -36,6 +36,7 @@ const grpc::Status& kDraining = DrainingStatus();
 class StreamReactor final
     : public CoreBidiReactor<pqc::v1::StreamRequest, pqc::v1::StreamResponse> {
  public:
+  static constexpr const char* kRpc = "Stream";
   static void Post(const CryptoServing& serving, int queue) {
     auto* call = new StreamReactor(serving, queue);
     serving.service->RequestStream(&call->context_, &call->stream_, call->cq(), call->cq(),
@@ -45,7 +46,7 @@ class StreamReactor final
   void Renew() override { Post(serving_, queue()); }
 
   void OnStart() override {
-    scope_.emplace(ctx_, "Stream");
+    scope_.emplace(ctx_, kRpc);
     caller_ = IdentifyCaller(context_, ctx_->identity_policy);
     scope_->set_algorithm("mixed");
     if (ctx_->draining.load()) {
@@ -458,8 +459,8 @@ class StreamReactor final
 
 }  // namespace
 
-void PostStream(const CryptoServing& serving, int queue) {
-  StreamReactor::Post(serving, queue);
+CryptoMethod StreamMethod() {
+  return {StreamReactor::kRpc, StreamReactor::Post};
 }
 
 }  // namespace pqcd::server

@@ -10,6 +10,7 @@
 // tags are back.
 #include <atomic>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -101,6 +102,8 @@ class AsyncCall : public CoreUnaryReactor<Req, Resp> {
 
 template <class Req, class Resp>
 struct UnaryMethod {
+  using Request = Req;
+  using Response = Resp;
   using RequestFn = void (Service::*)(grpc::ServerContext*, Req*,
                                       grpc::ServerAsyncResponseWriter<Resp>*,
                                       grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
@@ -163,6 +166,7 @@ class UnaryCall final : public AsyncCall<Req, Resp> {
 
 class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchResponse> {
  public:
+  static constexpr const char* kRpc = "Batch";
   static void Post(const CryptoServing& serving, int queue) {
     auto* call = new BatchCall(serving, queue);
     serving.service->RequestBatch(&call->context_, &call->request_, &call->responder_, call->cq(),
@@ -171,7 +175,7 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
 
  private:
   BatchCall(const CryptoServing& serving, int queue)
-      : AsyncCall(serving, queue, "Batch", /*secrets=*/true) {}
+      : AsyncCall(serving, queue, kRpc, /*secrets=*/true) {}
 
   void Renew() override { Post(serving_, queue()); }
 
@@ -273,30 +277,45 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
   int submitted_ = 0;
 };
 
-// The unary methods.
+// The unary methods: one row each, and the row's line in kUnaryMethods.
 namespace v1 = pqc::v1;
-const UnaryMethod<v1::KeyGenRequest, v1::KeyGenResponse> kKeyGen{"KeyGen", &Service::RequestKeyGen,
-                                                                 true};
-const UnaryMethod<v1::EncapsRequest, v1::EncapsResponse> kEncaps{"Encaps", &Service::RequestEncaps,
-                                                                 true};
-const UnaryMethod<v1::DecapsRequest, v1::DecapsResponse> kDecaps{"Decaps", &Service::RequestDecaps,
-                                                                 true};
-const UnaryMethod<v1::SignRequest, v1::SignResponse> kSign{"Sign", &Service::RequestSign, true};
-const UnaryMethod<v1::VerifyRequest, v1::VerifyResponse> kVerify{"Verify", &Service::RequestVerify,
-                                                                 false};
-const UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::RequestHash, false};
+constexpr UnaryMethod<v1::KeyGenRequest, v1::KeyGenResponse> kKeyGen{"KeyGen",
+                                                                     &Service::RequestKeyGen, true};
+constexpr UnaryMethod<v1::EncapsRequest, v1::EncapsResponse> kEncaps{"Encaps",
+                                                                     &Service::RequestEncaps, true};
+constexpr UnaryMethod<v1::DecapsRequest, v1::DecapsResponse> kDecaps{"Decaps",
+                                                                     &Service::RequestDecaps, true};
+constexpr UnaryMethod<v1::SignRequest, v1::SignResponse> kSign{"Sign", &Service::RequestSign, true};
+constexpr UnaryMethod<v1::VerifyRequest, v1::VerifyResponse> kVerify{
+    "Verify", &Service::RequestVerify, false};
+constexpr UnaryMethod<v1::HashRequest, v1::HashResponse> kHash{"Hash", &Service::RequestHash,
+                                                               false};
+
+// Posts the first call of the row kMethod.
+template <const auto& kMethod>
+void PostUnary(const CryptoServing& serving, int queue) {
+  using Method = std::remove_cvref_t<decltype(kMethod)>;
+  UnaryCall<typename Method::Request, typename Method::Response>::Post(serving, queue, &kMethod);
+}
+template <const auto& kMethod>
+constexpr CryptoMethod Served() {
+  return {kMethod.rpc, PostUnary<kMethod>};
+}
+
+constexpr CryptoMethod kUnaryMethods[] = {
+    Served<kKeyGen>(),
+    Served<kEncaps>(),
+    Served<kDecaps>(),
+    Served<kSign>(),
+    Served<kVerify>(),
+    Served<kHash>(),
+    {BatchCall::kRpc, BatchCall::Post},
+};
 
 }  // namespace
 
-void PostUnaryCalls(const CryptoServing& serving, int q) {
-  namespace v1 = pqc::v1;
-  UnaryCall<v1::KeyGenRequest, v1::KeyGenResponse>::Post(serving, q, &kKeyGen);
-  UnaryCall<v1::EncapsRequest, v1::EncapsResponse>::Post(serving, q, &kEncaps);
-  UnaryCall<v1::DecapsRequest, v1::DecapsResponse>::Post(serving, q, &kDecaps);
-  UnaryCall<v1::SignRequest, v1::SignResponse>::Post(serving, q, &kSign);
-  UnaryCall<v1::VerifyRequest, v1::VerifyResponse>::Post(serving, q, &kVerify);
-  UnaryCall<v1::HashRequest, v1::HashResponse>::Post(serving, q, &kHash);
-  BatchCall::Post(serving, q);
+std::span<const CryptoMethod> UnaryMethods() {
+  return kUnaryMethods;
 }
 
 }  // namespace pqcd::server

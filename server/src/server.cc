@@ -373,6 +373,13 @@ int DaemonMain(int argc, char** argv) {
     return 0;
   }
 
+  // Every method of pqc.v1.Crypto has calls that serve it: the service is all async, and a method
+  // no request is posted for would hold its callers until their deadline.
+  if (auto s = CryptoService::CheckServesEveryMethod(); !s.ok()) {
+    log->critical("{}; refusing to serve", std::string(s.message()));
+    return 1;
+  }
+
   // Kernel backend.
   kernels::Isa isa = kernels::BestSupportedIsa();
   if (config.isa != "auto") {
