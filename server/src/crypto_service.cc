@@ -33,8 +33,8 @@ absl::Status CheckServesEveryMethod(const google::protobuf::ServiceDescriptor& s
   return absl::FailedPreconditionError(absl::StrCat(
       "no call serves ", absl::StrJoin(missing, ", "), " (", service.full_name(),
       " is served on gRPC's async API: a method the daemon posts no request for would hold its "
-      "callers until their deadline; give it its calls, e.g. a UnaryMethod row in "
-      "server/src/crypto_unary.cc)"));
+      "callers until their deadline; give it its calls, e.g. a row in server/src/crypto_unary.cc "
+      "or keys_service.cc)"));
 }
 
 CryptoService::CryptoService(ServiceContext* ctx)

@@ -1,12 +1,15 @@
 #include "pqcd/server/keys_service.h"
 
 #include <algorithm>
+#include <string_view>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core_reactor.h"
 #include "ops.h"
 #include "pqcd/kernels/random.h"
 #include "pqcd/server/algorithms.h"
+#include "pqcd/server/crypto_service.h"
 #include "wipe.h"
 
 namespace pqcd::server {
@@ -32,6 +35,7 @@ class KeysCall final : public CoreUnaryReactor<Req, Resp> {
                                               grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
                                               void*);
   struct Method {
+    using Call = KeysCall;
     const char* rpc;
     RequestFn request;
     Body body;
@@ -295,27 +299,68 @@ using ListCall = KeysCall<v1::ListKeysRequest, v1::ListKeysResponse>;
 using DeleteCall = KeysCall<v1::DeleteKeyRequest, v1::DeleteKeyResponse>;
 using ImportCall = KeysCall<v1::ImportKeyRequest, v1::KeyInfo>;
 using RotateCall = KeysCall<v1::RotateKeyRequest, v1::KeyInfo>;
-// Reads answer on the worker; changes run on the key-management thread.
-const GetPublicKeyCall::Method kGetPublicKey{
+// Reads answer on the worker; changes run on the key-management thread. Each row has its line in
+// kMethods, the list StartCoreServing posts from.
+constexpr GetPublicKeyCall::Method kGetPublicKey{
     "Keys.GetPublicKey", &KeysServiceBase::RequestGetPublicKey, GetPublicKeyBody, false, false};
-const ListCall::Method kList{"Keys.List", &KeysServiceBase::RequestList, ListBody, false, false};
-const DeleteCall::Method kDelete{"Keys.Delete", &KeysServiceBase::RequestDelete, DeleteBody, true,
+constexpr ListCall::Method kList{"Keys.List", &KeysServiceBase::RequestList, ListBody, false,
                                  false};
-const ImportCall::Method kImport{"Keys.Import", &KeysServiceBase::RequestImport, ImportBody, true,
-                                 true};
-const RotateCall::Method kRotate{"Keys.Rotate", &KeysServiceBase::RequestRotate, RotateBody, true,
-                                 false};
+constexpr DeleteCall::Method kDelete{"Keys.Delete", &KeysServiceBase::RequestDelete, DeleteBody,
+                                     true, false};
+constexpr ImportCall::Method kImport{"Keys.Import", &KeysServiceBase::RequestImport, ImportBody,
+                                     true, true};
+constexpr RotateCall::Method kRotate{"Keys.Rotate", &KeysServiceBase::RequestRotate, RotateBody,
+                                     true, false};
+
+// A method as the daemon serves it: the row's name (its metric label, "Keys.<method>") and what
+// posts its first call on a queue.
+struct KeysMethod {
+  const char* rpc;
+  void (*post)(ServiceContext* ctx, KeysServiceBase* service, CoreQueues* queues, int queue);
+};
+template <const auto& kMethod>
+void PostKeys(ServiceContext* ctx, KeysServiceBase* service, CoreQueues* queues, int queue) {
+  std::remove_cvref_t<decltype(kMethod)>::Call::Post(ctx, service, queues, queue, &kMethod);
+}
+template <const auto& kMethod>
+constexpr KeysMethod Served() {
+  return {kMethod.rpc, PostKeys<kMethod>};
+}
+constexpr KeysMethod kMethods[] = {
+    Served<kGetPublicKey>(), Served<kList>(),   Served<kDelete>(),
+    Served<kImport>(),       Served<kRotate>(),
+};
 
 }  // namespace
 
 void KeysService::StartCoreServing(CoreQueues* queues) {
   for (int q = 0; q < queues->size(); ++q) {
-    GetPublicKeyCall::Post(ctx_, this, queues, q, &kGetPublicKey);
-    ListCall::Post(ctx_, this, queues, q, &kList);
-    DeleteCall::Post(ctx_, this, queues, q, &kDelete);
-    ImportCall::Post(ctx_, this, queues, q, &kImport);
-    RotateCall::Post(ctx_, this, queues, q, &kRotate);
+    for (const KeysMethod& method : kMethods) method.post(ctx_, this, queues, q);
   }
+}
+
+std::vector<std::string_view> KeysService::ServedMethods() {
+  std::vector<std::string_view> names;
+  // A row whose label lacks the prefix keeps its whole name, which no method has.
+  constexpr std::string_view kPrefix = "Keys.";
+  for (const KeysMethod& method : kMethods) {
+    std::string_view name = method.rpc;
+    if (name.starts_with(kPrefix)) name.remove_prefix(kPrefix.size());
+    names.push_back(name);
+  }
+  return names;
+}
+
+absl::Status KeysService::CheckServesEveryMethod() {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          pqc::v1::Keys::service_full_name());
+  if (service == nullptr) {
+    return absl::InternalError(
+        StrCat(pqc::v1::Keys::service_full_name(), " is not in the generated descriptors"));
+  }
+  const std::vector<std::string_view> served = ServedMethods();
+  return server::CheckServesEveryMethod(*service, served);
 }
 
 }  // namespace pqcd::server

@@ -373,11 +373,14 @@ int DaemonMain(int argc, char** argv) {
     return 0;
   }
 
-  // Every method of pqc.v1.Crypto has calls that serve it: the service is all async, and a method
-  // no request is posted for would hold its callers until their deadline.
-  if (auto s = CryptoService::CheckServesEveryMethod(); !s.ok()) {
-    log->critical("{}; refusing to serve", std::string(s.message()));
-    return 1;
+  // Every method of pqc.v1.Crypto and pqc.v1.Keys has calls that serve it: the services are all
+  // async, and a method no request is posted for would hold its callers until their deadline.
+  for (absl::Status s :
+       {CryptoService::CheckServesEveryMethod(), KeysService::CheckServesEveryMethod()}) {
+    if (!s.ok()) {
+      log->critical("{}; refusing to serve", std::string(s.message()));
+      return 1;
+    }
   }
 
   // Kernel backend.

@@ -1,6 +1,7 @@
-// The start-up check that every method of pqc.v1.Crypto has calls that serve it (the service is
-// all async: a method no request is posted for would hold its callers). The daemon runs the same
-// check before it serves (server.cc), so every server_test_* that starts it depends on it too.
+// The start-up check that every method of pqc.v1.Crypto and pqc.v1.Keys has calls that serve it
+// (the services are all async: a method no request is posted for would hold its callers). The
+// daemon runs the same checks before it serves (server.cc), so every server_test_* that starts it
+// depends on them too.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqcd/server/crypto_service.h"
+#include "pqcd/server/keys_service.h"
 
 namespace pqcd::server {
 namespace {
@@ -50,6 +52,20 @@ TEST(CryptoServiceCheck, AMethodWithoutCallsIsNamed) {
     EXPECT_EQ(s.message().find(full + ","), std::string_view::npos) << "only " << full << ": " << s;
   }
   EXPECT_EQ(CheckServesEveryMethod(service, {}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(KeysServiceCheck, TheDaemonServesEveryMethodOfTheProto) {
+  EXPECT_TRUE(KeysService::CheckServesEveryMethod().ok()) << KeysService::CheckServesEveryMethod();
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          pqc::v1::Keys::service_full_name());
+  ASSERT_NE(service, nullptr);
+  std::vector<std::string_view> served = KeysService::ServedMethods();
+  EXPECT_EQ(static_cast<int>(served.size()), service->method_count());
+  served.pop_back();
+  const absl::Status s = CheckServesEveryMethod(*service, served);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("pqc.v1.Keys."), std::string_view::npos) << s;
 }
 
 }  // namespace

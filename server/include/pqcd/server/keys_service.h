@@ -5,6 +5,10 @@
 // one audit line.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
 #include "pqc/v1/keys.grpc.pb.h"
 #include "pqcd/server/service_context.h"
 
@@ -20,6 +24,12 @@ class KeysService final : public KeysServiceBase {
   // Posts the first request of every method on every core queue (after
   // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo).
   void StartCoreServing(CoreQueues* queues);
+
+  // As CryptoService's: the methods StartCoreServing posts requests for, by name ("List"), and
+  // the start-up check that they are every method of pqc.v1.Keys (an async method no request is
+  // posted for would hold its callers).
+  static std::vector<std::string_view> ServedMethods();
+  static absl::Status CheckServesEveryMethod();
 
  private:
   ServiceContext* ctx_;
