@@ -21,7 +21,11 @@ import shlex
 import sys
 
 # Folders the top-level CMakeLists.txt adds that the image build switches off.
-OFF_IN_IMAGE = {"bench": "-DPQCD_BUILD_BENCH=OFF", "tests": "-DPQCD_BUILD_TESTS=OFF"}
+OFF_IN_IMAGE = {
+    "bench": "-DPQCD_BUILD_BENCH=OFF",
+    "tests": "-DPQCD_BUILD_TESTS=OFF",
+    "provider": "-DPQCD_BUILD_PROVIDER=OFF",
+}
 
 
 def parse(path):
