@@ -5,6 +5,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,8 @@ struct Pending {
   Operation op;
   Callback<Result> done;
   uint32_t timeout_ms = 0;
+  absl::Time deadline = absl::InfiniteFuture();
+  bool moved = false;  // went to a new lane once, after the daemon closed the one it was for
 
   Pending() = default;
   Pending(Pending&&) = default;
@@ -150,13 +153,24 @@ absl::StatusOr<Result> Decode(const Pending& p, const pqcd_lane_result& r) {
 
 struct LaneTransport::Impl {
   struct OneLane {
+    // The lane and what is shared with other threads' Submit, under mu. The lane thread alone
+    // uses the lane for submit/wait and alone replaces it; other threads read its geometry
+    // (pqcd_lane_fits) under mu only.
     pqcd_lane* lane = nullptr;
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<Pending> queue;  // from other threads
+    std::deque<Pending> queue;                           // from other threads
+    absl::Time queue_earliest = absl::InfiniteFuture();  // no queued deadline is earlier
     bool stop = false;
-    std::vector<std::unique_ptr<Pending>> slots;  // in flight, by tag
+    bool closed = false;         // the daemon closed `lane`: calls go to `fresh`, or to gRPC
+    pqcd_lane* fresh = nullptr;  // opened for a closed lane, for the lane thread to take up
+    std::string path;
+    uint32_t slots_wanted = 0;
+    std::string reopen_error;
+    // The lane thread's own.
+    std::vector<std::unique_ptr<Pending>> slots;  // in flight, by tag; done empty: abandoned
     std::vector<uint64_t> free_tags;
+    absl::Time earliest = absl::InfiniteFuture();  // no in-flight deadline is earlier
     std::thread thread;
   };
   std::vector<std::unique_ptr<OneLane>> lanes;
@@ -164,29 +178,144 @@ struct LaneTransport::Impl {
 
   static thread_local OneLane* current;  // the lane whose thread this is
 
-  // On the lane's thread: submits p now; false when every slot is taken.
-  static bool SubmitNow(OneLane& l, std::unique_ptr<Pending>& p) {
-    if (l.free_tags.empty()) return false;
+  static absl::Status Expired() {
+    return absl::DeadlineExceededError("pqcd lane: no answer from the daemon within the deadline");
+  }
+
+  // Under l.mu: a new lane for a closed one (l.fresh), opened now unless one is waiting already.
+  static bool Reopen(OneLane& l) {
+    if (l.fresh != nullptr) return true;
+    char err[512] = {};
+    if (pqcd_lane_open(l.path.c_str(), l.slots_wanted, &l.fresh, err, sizeof(err)) != 0) {
+      l.fresh = nullptr;
+      l.reopen_error = err;
+      return false;
+    }
+    return true;
+  }
+
+  static void ResetSlots(OneLane& l) {
+    const uint32_t n = pqcd_lane_slots(l.lane);
+    l.slots.clear();
+    l.slots.resize(n);
+    l.free_tags.clear();
+    for (uint32_t t = n; t > 0; --t) l.free_tags.push_back(t - 1);
+    l.earliest = absl::InfiniteFuture();
+  }
+
+  enum class Sent { kYes, kFull, kClosed };
+
+  // On the lane's thread: submits p now (kYes: p is in a slot, or failed with its callback run).
+  // kFull: every slot is taken; kClosed: the lane was closed before p reached the daemon. Either
+  // way p is left as it was.
+  static Sent SubmitNow(OneLane& l, std::unique_ptr<Pending>& p) {
+    if (l.free_tags.empty()) return Sent::kFull;
     pqcd_lane_request rq = Encode(*p);
     const uint64_t tag = l.free_tags.back();
     rq.tag = tag;
     const int rc = pqcd_lane_submit(l.lane, &rq);
-    if (rc == PQCD_LANE_EFULL) return false;
+    if (rc == PQCD_LANE_EFULL) return Sent::kFull;
+    if (rc == PQCD_LANE_ECLOSED) return Sent::kClosed;
     if (rc != 0) {
       auto done = std::move(p->done);
       done(absl::UnavailableError(absl::StrCat("pqcd lane: ", pqcd_lane_strerror(rc))));
       p.reset();
-      return true;
+      return Sent::kYes;
     }
     l.free_tags.pop_back();
+    l.earliest = std::min(l.earliest, p->deadline);
     l.slots[tag] = std::move(p);
-    return true;
+    return Sent::kYes;
+  }
+
+  // On the lane's thread: the in-flight operations past their deadline complete with
+  // DEADLINE_EXCEEDED; their slots stay taken (the daemon may still write them) until the answer
+  // comes, which is then dropped. Queued ones past their deadline complete too.
+  static void ExpireDue(OneLane& l, absl::Time now) {
+    if (now >= l.earliest) {
+      l.earliest = absl::InfiniteFuture();
+      for (auto& p : l.slots) {
+        if (!p || !p->done) continue;
+        if (now >= p->deadline) {
+          auto done = std::move(p->done);
+          p->done = nullptr;
+          done(Expired());
+        } else {
+          l.earliest = std::min(l.earliest, p->deadline);
+        }
+      }
+    }
+    std::deque<Pending> expired;
+    {
+      std::lock_guard lock(l.mu);
+      if (now < l.queue_earliest) return;
+      l.queue_earliest = absl::InfiniteFuture();
+      std::deque<Pending> keep;
+      for (Pending& q : l.queue) {
+        if (now >= q.deadline) {
+          expired.push_back(std::move(q));
+        } else {
+          l.queue_earliest = std::min(l.queue_earliest, q.deadline);
+          keep.push_back(std::move(q));
+        }
+      }
+      l.queue.swap(keep);
+    }
+    for (Pending& q : expired) {
+      auto done = std::move(q.done);
+      done(Expired());
+    }
+  }
+
+  // On the lane's thread, after the daemon closed the lane: what was in flight fails UNAVAILABLE
+  // (the daemon may have served it); what never reached it (`unsent`, the queue) goes to a new
+  // lane if one opens, once (an operation closed out twice fails), else fails UNAVAILABLE.
+  static void Closed(OneLane& l, int rc, std::deque<std::unique_ptr<Pending>> unsent) {
+    const absl::Status why =
+        absl::UnavailableError(absl::StrCat("pqcd lane closed: ", pqcd_lane_strerror(rc),
+                                            " (the daemon stopped, or refused the lane's use)"));
+    std::deque<Pending> left;
+    {
+      std::lock_guard lock(l.mu);
+      l.closed = true;
+      left.swap(l.queue);
+      l.queue_earliest = absl::InfiniteFuture();
+    }
+    for (auto& p : l.slots) {
+      if (!p) continue;
+      auto owned = std::move(p);
+      if (owned->done) {
+        auto done = std::move(owned->done);
+        done(why);
+      }
+    }
+    ResetSlots(l);  // the closed lane's geometry; the new lane's when it is taken up
+    for (Pending& q : left) unsent.push_back(std::make_unique<Pending>(std::move(q)));
+    std::deque<std::unique_ptr<Pending>> failed;
+    {
+      std::lock_guard lock(l.mu);
+      const bool reopened = !unsent.empty() && Reopen(l);
+      for (auto& p : unsent) {
+        if (reopened && !p->moved) {
+          p->moved = true;
+          l.queue_earliest = std::min(l.queue_earliest, p->deadline);
+          l.queue.push_back(std::move(*p));
+        } else {
+          failed.push_back(std::move(p));
+        }
+      }
+    }
+    for (auto& p : failed) {
+      auto done = std::move(p->done);
+      done(why);
+    }
   }
 
   static void Run(OneLane* l) {
     current = l;
     std::deque<Pending> batch;
     for (;;) {
+      pqcd_lane* retired = nullptr;
       {
         std::unique_lock lock(l->mu);
         const bool idle = l->free_tags.size() == l->slots.size();
@@ -195,26 +324,46 @@ struct LaneTransport::Impl {
                          [&] { return !l->queue.empty() || l->stop; });
         }
         if (l->stop) break;
+        if (l->closed && l->fresh != nullptr) {
+          retired = l->lane;
+          l->lane = std::exchange(l->fresh, nullptr);
+          l->closed = false;
+          ResetSlots(*l);
+        }
         // As many as there are free slots; the rest wait in the queue.
-        while (!l->queue.empty() && batch.size() < l->free_tags.size()) {
+        while (!l->closed && !l->queue.empty() && batch.size() < l->free_tags.size()) {
           batch.push_back(std::move(l->queue.front()));
           l->queue.pop_front();
         }
       }
+      if (retired != nullptr) pqcd_lane_close(retired);
+      std::deque<std::unique_ptr<Pending>> unsent;
       for (Pending& q : batch) {
         auto p = std::make_unique<Pending>(std::move(q));
-        SubmitNow(*l, p);  // a free slot was counted for it
+        // A free slot was counted for it; kFull cannot happen but is treated as closed.
+        if (!unsent.empty() || SubmitNow(*l, p) != Sent::kYes) unsent.push_back(std::move(p));
       }
       batch.clear();
+      if (!unsent.empty()) {
+        Closed(*l, PQCD_LANE_ECLOSED, std::move(unsent));
+        continue;
+      }
+      absl::Time now = absl::Now();
+      ExpireDue(*l, now);
       if (l->free_tags.size() == l->slots.size()) continue;
-      // Short waits, so that operations queued by other threads meanwhile are not held up long.
+      // Short waits, so that operations queued by other threads meanwhile are not held up long,
+      // and none past the earliest deadline.
+      absl::Duration wait = absl::Milliseconds(200);
+      {
+        std::lock_guard lock(l->mu);
+        wait = std::min(wait, std::min(l->earliest, l->queue_earliest) - now);
+      }
       pqcd_lane_result r;
-      const int rc = pqcd_lane_wait(l->lane, 200, &r);
+      const int rc =
+          pqcd_lane_wait(l->lane, std::max<int64_t>(absl::ToInt64Microseconds(wait), 0), &r);
       if (rc == PQCD_LANE_ETIMEDOUT) continue;
       if (rc != 0) {
-        FailAll(*l, absl::UnavailableError(
-                        absl::StrCat("pqcd lane closed: ", pqcd_lane_strerror(rc),
-                                     " (the daemon stopped, or refused the lane's use)")));
+        Closed(*l, rc, {});
         continue;
       }
       const uint64_t tag = r.tag;
@@ -224,6 +373,10 @@ struct LaneTransport::Impl {
       }
       std::unique_ptr<Pending> p = std::move(l->slots[tag]);
       l->free_tags.push_back(tag);
+      if (!p->done) {  // abandoned at its deadline
+        pqcd_lane_release(l->lane, &r);
+        continue;
+      }
       absl::StatusOr<Result> result = Decode(*p, r);
       pqcd_lane_release(l->lane, &r);
       auto done = std::move(p->done);
@@ -238,6 +391,7 @@ struct LaneTransport::Impl {
       if (!l.slots[t]) continue;
       auto p = std::move(l.slots[t]);
       l.free_tags.push_back(t);
+      if (!p->done) continue;
       auto done = std::move(p->done);
       done(why);
     }
@@ -267,9 +421,9 @@ absl::StatusOr<std::unique_ptr<LaneTransport>> LaneTransport::Open(const std::st
       for (auto& open : impl->lanes) pqcd_lane_close(open->lane);
       return absl::UnavailableError(err);
     }
-    const uint32_t n = pqcd_lane_slots(l->lane);
-    l->slots.resize(n);
-    for (uint32_t t = n; t > 0; --t) l->free_tags.push_back(t - 1);
+    l->path = unix_path;
+    l->slots_wanted = slots;
+    Impl::ResetSlots(*l);
     impl->lanes.push_back(std::move(l));
   }
   for (auto& l : impl->lanes) l->thread = std::thread(Impl::Run, l.get());
@@ -287,6 +441,7 @@ LaneTransport::~LaneTransport() {
   for (auto& l : impl_->lanes) {
     if (l->thread.joinable()) l->thread.join();
     pqcd_lane_close(l->lane);
+    pqcd_lane_close(l->fresh);
   }
 }
 
@@ -299,21 +454,43 @@ bool LaneTransport::Submit(Operation& op, Callback<Result>& done, absl::Duration
       mine != nullptr ? *mine : *impl_->lanes[impl_->next.fetch_add(1) % impl_->lanes.size()];
   Pending p;
   p.op = std::move(op);
-  const pqcd_lane_request rq = Encode(p);
-  if (!pqcd_lane_fits(l.lane, &rq)) {
-    op = std::move(p.op);
-    return false;
+  // The daemon gets the deadline too (at least 1 ms: 0 would be none); the lane thread enforces
+  // it here, so that a daemon that stops answering does not hold the caller.
+  if (timeout != absl::InfiniteDuration()) {
+    p.deadline = absl::Now() + timeout;
+    p.timeout_ms = static_cast<uint32_t>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 1, int64_t{1} << 31));
   }
-  p.done = std::move(done);
-  p.timeout_ms = static_cast<uint32_t>(
-      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, int64_t{1} << 31));
-  if (mine != nullptr) {
+  const pqcd_lane_request rq = Encode(p);
+  if (mine != nullptr && !l.closed) {  // the lane thread: `closed` is its own to write
+    if (!pqcd_lane_fits(l.lane, &rq)) {
+      op = std::move(p.op);
+      return false;
+    }
+    p.done = std::move(done);
     auto ptr = std::make_unique<Pending>(std::move(p));
-    if (Impl::SubmitNow(l, ptr)) return true;
-    p = std::move(*ptr);
+    if (Impl::SubmitNow(l, ptr) == Impl::Sent::kYes) return true;
+    p = std::move(*ptr);  // queued: the loop submits it, or reopens a closed lane for it
+  } else {
+    std::unique_lock lock(l.mu);
+    pqcd_lane* geometry = l.lane;
+    if (l.closed) {
+      // The daemon closed the lane: a new one, or this call goes by gRPC.
+      if (!Impl::Reopen(l)) {
+        op = std::move(p.op);
+        return false;
+      }
+      geometry = l.fresh;
+    }
+    if (!pqcd_lane_fits(geometry, &rq)) {
+      op = std::move(p.op);
+      return false;
+    }
+    p.done = std::move(done);
   }
   {
     std::lock_guard lock(l.mu);
+    l.queue_earliest = std::min(l.queue_earliest, p.deadline);
     l.queue.push_back(std::move(p));
   }
   l.cv.notify_one();

@@ -1,6 +1,7 @@
 // The client library, the pqc CLI and pqc-load against the real pqcd binary (loopback TCP and a
 // Unix socket), using the server tests' daemon fixture.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -457,6 +458,114 @@ TEST(DaemonBatching, DaemonRestartFailsInFlightCallsOnceThenReconnects) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(Hex(r->digest), "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532");
     EXPECT_GE(c->batching_stats().streams_opened, 2u);
+  }
+}
+
+// ---- Lanes: the caller's deadline and a daemon that closed them -------------------------------
+
+std::unique_ptr<Client> ConnectLane(const std::string& sock) {
+  ClientOptions o;
+  o.targets = {"unix:" + sock};
+  o.lane.enabled = true;
+  auto c = Client::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+double LaneOk(const Daemon& d) {
+  return pqcd::testing::MetricValue(pqcd::testing::HttpGet(d.metrics_port(), "/metrics"),
+                                    "pqcd_lane_requests_total{code=\"OK\"}");
+}
+
+// A frozen daemon (SIGSTOP) answers nothing: lane calls end at the caller's deadline, on the
+// caller's side, sync and async; after SIGCONT the lane serves again (the late answers to the
+// abandoned calls are dropped, their slots freed).
+TEST(DaemonLane, DeadlineHoldsWhenTheDaemonIsFrozen) {
+  Daemon d;
+  const std::string sock = d.dir() / "frozen.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock})) << d.log();
+  auto c = ConnectLane(sock);
+  ASSERT_EQ(c->lane_status(), "lanes");
+  auto kp = c->KeyGen({Algorithm::kMlKem768, {}, false, {}, {}});
+  ASSERT_TRUE(kp.ok()) << kp.status();
+  const EncapsOp encaps{.algorithm = Algorithm::kMlKem768, .key = Key::Raw(kp->public_key)};
+  ASSERT_TRUE(c->Encaps(encaps).ok());
+
+  ASSERT_EQ(::kill(d.pid(), SIGSTOP), 0);
+  struct Cont {
+    pid_t pid;
+    ~Cont() { ::kill(pid, SIGCONT); }
+  } cont{d.pid()};
+  constexpr int kAsync = 8;
+  std::atomic<int> expired{0}, left{kAsync};
+  const absl::Time t0 = absl::Now();
+  for (int i = 0; i < kAsync; ++i) {
+    c->EncapsAsync(encaps,
+                   [&](absl::StatusOr<EncapsResult> r) {
+                     expired += r.status().code() == absl::StatusCode::kDeadlineExceeded;
+                     --left;
+                   },
+                   {.timeout = absl::Milliseconds(300)});
+  }
+  auto r = c->Encaps(encaps, {.timeout = absl::Milliseconds(300)});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  while (left.load() > 0 && absl::Now() - t0 < absl::Seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const absl::Duration took = absl::Now() - t0;
+  EXPECT_EQ(left.load(), 0);
+  EXPECT_EQ(expired.load(), kAsync);
+  EXPECT_LT(took, absl::Seconds(3)) << "deadline 300 ms";
+  std::printf("[lane frozen] %d calls ended DEADLINE_EXCEEDED after %s\n", kAsync + 1,
+              absl::FormatDuration(took).c_str());
+
+  ASSERT_EQ(::kill(d.pid(), SIGCONT), 0);
+  const double before = LaneOk(d);
+  absl::StatusOr<EncapsResult> again;
+  for (int i = 0; i < 100; ++i) {  // the daemon may first drop the expired requests
+    again = c->Encaps(encaps, {.timeout = absl::Seconds(5)});
+    if (again.ok()) break;
+  }
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_GT(LaneOk(d), before);
+}
+
+// A daemon that stopped closes the client's lanes; a restarted one on the same socket is used
+// through a new lane (its lane metric counts the calls), whether it stopped cleanly or was killed.
+TEST(DaemonLane, ReopensAfterTheDaemonRestarts) {
+  Daemon d;
+  const std::string sock = d.dir() / "restart.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock})) << d.log();
+  auto c = ConnectLane(sock);
+  ASSERT_EQ(c->lane_status(), "lanes");
+  const HashOp hash{Algorithm::kSha3_256, "abc", 0};
+  ASSERT_TRUE(c->Hash(hash).ok());
+  for (const bool kill9 : {false, true}) {
+    SCOPED_TRACE(kill9 ? "SIGKILL" : "SIGTERM");
+    const std::string tcp = d.target();
+    if (kill9) {
+      d.Kill9();
+    } else {
+      d.Terminate();
+    }
+    // No daemon: the call fails (by lane or gRPC), it does not hang.
+    auto down = c->Hash(hash, {.timeout = absl::Seconds(2)});
+    EXPECT_FALSE(down.ok());
+    ASSERT_TRUE(d.Start({"--listen", tcp, "--unix", sock})) << d.log();
+    // At most the first call after the restart fails (a request written into a killed daemon's
+    // lane before the client saw it go); the next ones go through a new lane.
+    int failed = 0;
+    absl::StatusOr<HashResult> r;
+    for (int i = 0; i < 3; ++i) {
+      r = c->Hash(hash, {.timeout = absl::Seconds(5)});
+      if (r.ok()) break;
+      ++failed;
+    }
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_LE(failed, 1);
+    const double before = LaneOk(d);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(c->Hash(hash).ok());
+    EXPECT_GE(LaneOk(d), before + 10);
   }
 }
 
