@@ -1,9 +1,9 @@
 // The provider's link to the daemon: one pqcd::client::Client per process, made on first use and
 // made again in a child after fork (a gRPC channel cannot be used across fork). With a "unix:"
 // address the client asks the daemon for a shared-memory lane and falls back to gRPC when the
-// daemon offers none; any other address is gRPC. A call that fails UNAVAILABLE drops the client,
-// so that the next call makes a new one: the client library does not reopen a lane that the
-// daemon closed (it stopped or restarted), and a long-lived nginx worker must not stay broken.
+// daemon offers none; any other address is gRPC. The client library enforces each call's deadline
+// and reconnects (gRPC) or reopens its lane after the daemon stopped or restarted, so a
+// long-lived nginx worker keeps its client.
 #pragma once
 
 #include <sys/types.h>
@@ -43,9 +43,6 @@ class Transport {
  private:
   // The client of this process (made now if there is none, or if it was made before a fork).
   absl::StatusOr<std::shared_ptr<client::Client>> Get();
-  // After a call on c failed with status: drop c if it is still the current client and the
-  // daemon was unreachable (the calls still using c keep it until they return).
-  void Dropped(const std::shared_ptr<client::Client>& c, const absl::Status& status);
   // Leaves client_ (made in the parent of a fork) to the process's exit: destroying it would wait
   // for the parent's gRPC and lane threads, which do not exist in the child.
   void Abandon();
