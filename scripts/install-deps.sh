@@ -13,7 +13,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(postgresql prometheus yamllint python3 python3-grpcio python3-protobuf python3-yaml openssl procps curl
-           nginx-light)  # nginx-light: the provider's end-to-end test (tests/provider)
+           nginx-light chromium)  # nginx-light, chromium: the provider's end-to-end tests (tests/provider)
 
 pkgs=("${build_pkgs[@]}")
 if [[ ${1:-} != "--runtime-only" ]]; then
