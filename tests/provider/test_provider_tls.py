@@ -13,6 +13,8 @@ nginx), one the client side (s_client, curl). Steps:
      provider or the daemon refuses (their errors on OpenSSL's error queue); once with the
      daemon's Unix socket (all calls over its lane), once with its TCP port and once with the
      Unix socket and pqcd_lane = off (all over gRPC), each way checked in the daemon's metrics.
+  1c. provider_async_check: 8 handshakes in OpenSSL ASYNC jobs in one thread; the provider pauses
+     each job for its daemon call, so several calls are in flight at once.
   2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
      curl over that group; its access log shows $ssl_curve = 0x11ec; a classic client
      (-groups X25519) is served too, shows X25519, and pqcd is not asked.
@@ -226,6 +228,7 @@ def main():
     ap.add_argument("--pqcd", required=True)
     ap.add_argument("--provider", required=True)
     ap.add_argument("--evp-check", required=True, help="provider_evp_check (the EVP calls)")
+    ap.add_argument("--async-check", help="provider_async_check (handshakes in ASYNC jobs)")
     ap.add_argument("--preload", action="append", default=[],
                     help="a sanitizer runtime to preload into openssl, nginx and curl")
     args = ap.parse_args()
@@ -331,6 +334,24 @@ def main():
                               f"15), {other() - other_before} the other way (expected 0)")
             print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed; "
                   "the daemon counted them, all 15 calls this way")
+
+        if args.async_check:
+            pairs = 8
+            step(f"provider_async_check: {pairs} handshakes in OpenSSL ASYNC jobs, one thread, "
+                 "calls in flight at once")
+            before = client_daemon.counts()
+            env = dict(os.environ)  # an instrumented build of its own: nothing to preload
+            env["OPENSSL_CONF"] = client_cnf
+            env.pop("PQCD_PROVIDER_ADDRESS", None)
+            r = subprocess.run([args.async_check, cert, key, str(pairs)], capture_output=True,
+                               env=env, timeout=TIMEOUT)
+            out = r.stdout.decode(errors="replace")
+            if r.returncode != 0:
+                raise Failure(f"provider_async_check (rc {r.returncode}):\n{out}\n"
+                              f"{r.stderr.decode(errors='replace')[-3000:]}")
+            expect_counts(client_daemon, before, {"keygen": pairs, "encaps": pairs,
+                                                  "decaps": pairs}, "client's pqcd")
+            print(f"   {out.strip()}")
 
         # ---- 2. nginx ----
         step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
