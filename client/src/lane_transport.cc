@@ -164,9 +164,9 @@ struct LaneTransport::Impl {
     bool stop = false;
     bool closed = false;         // the daemon closed `lane`: calls go to `fresh`, or to gRPC
     pqcd_lane* fresh = nullptr;  // opened for a closed lane, for the lane thread to take up
+    std::mutex reopen_mu;        // held while a new lane is being opened (Reopen)
     std::string path;
     uint32_t slots_wanted = 0;
-    std::string reopen_error;
     // The lane thread's own.
     std::vector<std::unique_ptr<Pending>> slots;  // in flight, by tag; done empty: abandoned
     std::vector<uint64_t> free_tags;
@@ -182,14 +182,33 @@ struct LaneTransport::Impl {
     return absl::DeadlineExceededError("pqcd lane: no answer from the daemon within the deadline");
   }
 
-  // Under l.mu: a new lane for a closed one (l.fresh), opened now unless one is waiting already.
-  static bool Reopen(OneLane& l) {
-    if (l.fresh != nullptr) return true;
-    char err[512] = {};
-    if (pqcd_lane_open(l.path.c_str(), l.slots_wanted, &l.fresh, err, sizeof(err)) != 0) {
-      l.fresh = nullptr;
-      l.reopen_error = err;
+  // Not under l.mu: a new lane for a closed one (l.fresh), opened now unless one is waiting
+  // already. Opening talks to the daemon (the library gives it up to 5 s), so l.mu is not held
+  // meanwhile; one thread opens at a time, and a caller that finds another opening (wait false)
+  // does not wait for it: its call goes by gRPC.
+  static bool Reopen(OneLane& l, bool wait) {
+    const auto have = [&] {
+      std::lock_guard lock(l.mu);
+      return !l.closed || l.fresh != nullptr;
+    };
+    if (have()) return true;
+    std::unique_lock opening(l.reopen_mu, std::defer_lock);
+    if (wait) {
+      opening.lock();
+    } else if (!opening.try_lock()) {
       return false;
+    }
+    if (have()) return true;
+    pqcd_lane* fresh = nullptr;
+    char err[512] = {};
+    if (pqcd_lane_open(l.path.c_str(), l.slots_wanted, &fresh, err, sizeof(err)) != 0) {
+      return false;
+    }
+    std::lock_guard lock(l.mu);
+    if (l.fresh == nullptr) {
+      l.fresh = fresh;
+    } else {
+      pqcd_lane_close(fresh);
     }
     return true;
   }
@@ -292,9 +311,9 @@ struct LaneTransport::Impl {
     ResetSlots(l);  // the closed lane's geometry; the new lane's when it is taken up
     for (Pending& q : left) unsent.push_back(std::make_unique<Pending>(std::move(q)));
     std::deque<std::unique_ptr<Pending>> failed;
+    const bool reopened = !unsent.empty() && Reopen(l, /*wait=*/true);
     {
       std::lock_guard lock(l.mu);
-      const bool reopened = !unsent.empty() && Reopen(l);
       for (auto& p : unsent) {
         if (reopened && !p->moved) {
           p->moved = true;
@@ -313,7 +332,7 @@ struct LaneTransport::Impl {
 
   static void Run(OneLane* l) {
     current = l;
-    std::deque<Pending> batch;
+    std::deque<Pending> batch, orphans;
     for (;;) {
       pqcd_lane* retired = nullptr;
       {
@@ -330,6 +349,7 @@ struct LaneTransport::Impl {
           l->closed = false;
           ResetSlots(*l);
         }
+        if (l->closed) orphans.swap(l->queue);  // no lane to take them (not expected: Submit)
         // As many as there are free slots; the rest wait in the queue.
         while (!l->closed && !l->queue.empty() && batch.size() < l->free_tags.size()) {
           batch.push_back(std::move(l->queue.front()));
@@ -337,6 +357,11 @@ struct LaneTransport::Impl {
         }
       }
       if (retired != nullptr) pqcd_lane_close(retired);
+      for (Pending& q : orphans) {
+        auto done = std::move(q.done);
+        done(absl::UnavailableError("pqcd lane closed, and no new lane could be opened"));
+      }
+      orphans.clear();
       std::deque<std::unique_ptr<Pending>> unsent;
       for (Pending& q : batch) {
         auto p = std::make_unique<Pending>(std::move(q));
@@ -471,25 +496,23 @@ bool LaneTransport::Submit(Operation& op, Callback<Result>& done, absl::Duration
     auto ptr = std::make_unique<Pending>(std::move(p));
     if (Impl::SubmitNow(l, ptr) == Impl::Sent::kYes) return true;
     p = std::move(*ptr);  // queued: the loop submits it, or reopens a closed lane for it
+    std::lock_guard lock(l.mu);
+    l.queue_earliest = std::min(l.queue_earliest, p.deadline);
+    l.queue.push_back(std::move(p));
   } else {
-    std::unique_lock lock(l.mu);
-    pqcd_lane* geometry = l.lane;
-    if (l.closed) {
-      // The daemon closed the lane: a new one, or this call goes by gRPC.
-      if (!Impl::Reopen(l)) {
-        op = std::move(p.op);
-        return false;
-      }
-      geometry = l.fresh;
+    // Where the daemon closed the lane, a new one first (or this call goes by gRPC).
+    if (!Impl::Reopen(l, /*wait=*/false)) {
+      op = std::move(p.op);
+      return false;
     }
-    if (!pqcd_lane_fits(geometry, &rq)) {
+    std::lock_guard lock(l.mu);
+    // The lane, or the new one the lane thread has yet to take up; none if it closed again.
+    pqcd_lane* geometry = l.closed ? l.fresh : l.lane;
+    if (geometry == nullptr || !pqcd_lane_fits(geometry, &rq)) {
       op = std::move(p.op);
       return false;
     }
     p.done = std::move(done);
-  }
-  {
-    std::lock_guard lock(l.mu);
     l.queue_earliest = std::min(l.queue_earliest, p.deadline);
     l.queue.push_back(std::move(p));
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -496,6 +497,24 @@ TEST(DaemonLane, DeadlineHoldsWhenTheDaemonIsFrozen) {
     pid_t pid;
     ~Cont() { ::kill(pid, SIGCONT); }
   } cont{d.pid()};
+  // SIGSTOP takes effect asynchronously: wait until every thread is stopped (state T).
+  const auto stopped = [&] {
+    const std::filesystem::path tasks = "/proc/" + std::to_string(d.pid()) + "/task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int i = 0; i < 2000 && !stopped(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(stopped());
   constexpr int kAsync = 8;
   std::atomic<int> expired{0}, left{kAsync};
   const absl::Time t0 = absl::Now();
