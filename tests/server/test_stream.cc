@@ -250,6 +250,12 @@ TEST_F(StreamTest, CancellationAndDeadlineDropQueuedJobsAndAreRecorded) {
     }
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
+  // The next stream starts on an idle daemon: its worker also reads the calls (thread-per-core),
+  // and a worker still busy with the cancelled items would read the next call's headers late,
+  // start its deadline late, and see the client's cancellation at the deadline as an early
+  // cancel (slow hosts: qemu).
+  ASSERT_TRUE(Eventually([&] { return Metric(*daemon_, "pqcd_inflight_requests") == 0; }))
+      << "the cancelled stream never ended";
   {
     // A stream deadline that passes with items queued (about 300 ms of work, 150 ms deadline).
     auto ctx = Ctx(std::chrono::milliseconds(150));
