@@ -24,26 +24,17 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "provider"))
+from tls_harness import (Daemon, Failure, Processes, find_nginx, free_port,  # noqa: E402
+                         make_certificate, wait_for, write_nginx_conf, write_openssl_cnf)
 
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def wait_for(what, pred, timeout=30):
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def cpu_ticks(pid):
@@ -58,37 +49,6 @@ def children(pid):
             return [int(x) for x in f.read().split()]
     except FileNotFoundError:
         return []
-
-
-def cnf(path, module, address=None):
-    with open(path, "w") as f:
-        f.write(f"""openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-pqcd = pqcd_sect
-[default_sect]
-activate = 1
-[pqcd_sect]
-module = {module}
-{f"pqcd_address = {address}" if address else ""}
-activate = 1
-""")
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def metric(port, name, *labels):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return sum(float(l.split()[-1]) for l in text.splitlines()
-               if l.startswith(name + "{") and all(x in l for x in labels))
 
 
 def main():
@@ -107,78 +67,33 @@ def main():
     prov = os.path.join(b, "provider/pqcd-provider.so")
     inproc = os.path.join(b, "provider/pqcd-provider-inproc.so")
     client = os.path.join(b, "bench/tls-handshake-client")
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    nginx = find_nginx() or "/usr/sbin/nginx"
     for p in (pqcd, prov, inproc, client, nginx):
         if not os.access(p, os.X_OK if not p.endswith(".so") else os.R_OK):
             raise SystemExit(f"missing {p}")
     d = tempfile.mkdtemp(prefix="pqcd-tls-bench-")
     os.chmod(d, 0o755)
-    procs = []
-
-    def start(argv, log, env=None):
-        with open(os.path.join(d, log), "wb") as out:
-            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-        procs.append(p)
-        return p
-
+    procs = Processes()
     try:
-        sock = os.path.join(d, "pqcd.sock")
-        ports_file = os.path.join(d, "pqcd.ports")
-        daemon = start(["taskset", "-c", args.server_cpu, pqcd, "--listen", "127.0.0.1:0",
-                        "--metrics-listen", "127.0.0.1:0", "--unix", sock, "--port-file",
-                        ports_file, "--workers", "1", "--log-level", "warn"], "pqcd.log")
-        ports = wait_for("pqcd", lambda: os.path.exists(sock + ".lane") and
-                         len(open(ports_file).read().split()) >= 2 and
-                         open(ports_file).read().split())
-        metrics_port = int(ports[1])
-        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "2", "-subj", "/CN=localhost"], check=True,
-                       capture_output=True)
+        daemon = Daemon(procs, pqcd, d, "pqcd", prefix=("taskset", "-c", args.server_cpu))
+        cert, key = make_certificate(d)
         server_cnfs = {"pqcd": os.path.join(d, "pqcd.cnf"), "inproc": os.path.join(d, "inproc.cnf")}
-        cnf(server_cnfs["pqcd"], prov, "unix:" + sock)
-        cnf(server_cnfs["inproc"], inproc)
+        write_openssl_cnf(server_cnfs["pqcd"], prov, daemon.address)
+        write_openssl_cnf(server_cnfs["inproc"], inproc)
         client_cnf = server_cnfs["inproc"]
         nginx_port, worker = {}, {}
-        user = "user root;" if os.geteuid() == 0 else ""
         for name, c in server_cnfs.items():
             port = free_port()
             sub = os.path.join(d, name)
             os.makedirs(sub)
-            for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-                os.makedirs(os.path.join(sub, t))
-            conf = os.path.join(sub, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(f"""{user}
-daemon off;
-master_process on;
-worker_processes 1;
-pid {sub}/nginx.pid;
-error_log {sub}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {sub}/client_body;
-  proxy_temp_path {sub}/proxy;
-  fastcgi_temp_path {sub}/fastcgi;
-  uwsgi_temp_path {sub}/uwsgi;
-  scgi_temp_path {sub}/scgi;
-  server {{
-    listen 127.0.0.1:{port} ssl;
-    ssl_certificate {cert};
-    ssl_certificate_key {key};
-    ssl_protocols TLSv1.3;
-    ssl_session_tickets off;
-    ssl_session_cache off;
-    ssl_ecdh_curve X25519MLKEM768:X25519;
-    location / {{ return 200 "ok\\n"; }}
-  }}
-}}
-""")
-            env = dict(os.environ, OPENSSL_CONF=c)
-            master = start(["taskset", "-c", args.server_cpu, nginx, "-p", sub, "-c", conf, "-e",
-                            os.path.join(sub, "error.log")], f"nginx-{name}.out", env)
+            conf, error_log = write_nginx_conf(
+                sub, port, cert, key, "X25519MLKEM768:X25519", 'return 200 "ok\\n";',
+                server_extra="ssl_session_tickets off; ssl_session_cache off;",
+                worker_connections=1024, error_level="warn")
+            master = procs.start(f"nginx ({name})", ["taskset", "-c", args.server_cpu, nginx,
+                                                     "-p", sub, "-c", conf, "-e", error_log],
+                                 os.path.join(d, f"nginx-{name}.out"),
+                                 env=dict(os.environ, OPENSSL_CONF=c))
             worker[name] = wait_for(f"nginx ({name})", lambda: children(master.pid) and
                                     children(master.pid)[0])
             nginx_port[name] = port
@@ -204,11 +119,11 @@ http {{
             order = configs[rep % 3:] + configs[:rep % 3]
             for name, server, groups in order:
                 w = worker[server]
-                enc0 = metric(metrics_port, "pqcd_operations_total", 'operation="encaps"')
-                n0, p0 = cpu_ticks(w), cpu_ticks(daemon.pid)
+                enc0 = daemon.metric("pqcd_operations_total", 'operation="encaps"')
+                n0, p0 = cpu_ticks(w), cpu_ticks(daemon.proc.pid)
                 out = load(server, groups, args.threads, args.seconds)
-                n1, p1 = cpu_ticks(w), cpu_ticks(daemon.pid)
-                enc = metric(metrics_port, "pqcd_operations_total", 'operation="encaps"') - enc0
+                n1, p1 = cpu_ticks(w), cpu_ticks(daemon.proc.pid)
+                enc = daemon.metric("pqcd_operations_total", 'operation="encaps"') - enc0
                 lat = load(server, groups, 1, args.latency_seconds)
                 hs = out["handshakes"]
                 row = {
@@ -251,15 +166,10 @@ http {{
                 json.dump({"runs": runs, "median": med, "ratio_total_cpu": ratio_total,
                            "ratio_hs": ratio_hs, "added_p50_us": added50,
                            "added_p99_us": added99}, f, indent=1)
+    except Failure as e:
+        raise SystemExit(str(e))
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        procs.stop_all()
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -30,150 +30,20 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-SKIP = 77
+from tls_harness import (SKIP, TIMEOUT, Daemon, Failure, Processes, accepts, exited, find_nginx,
+                         free_port, make_certificate, read, wait_for, write_nginx_conf,
+                         write_openssl_cnf)
+
 GROUP = "X25519MLKEM768"
 GROUP_ID = 0x11EC
 # Every group of the provider: (name, TLS id, the server's key share length); docs/hybrids.md.
 GROUPS = [("X25519MLKEM768", 0x11EC, 1120), ("SecP256r1MLKEM768", 0x11EB, 1153),
           ("SecP384r1MLKEM1024", 0x11ED, 1665)]
-TIMEOUT = float(os.environ.get("PQCD_PROVIDER_TEST_TIMEOUT", "60"))  # per wait (slow builds)
-
-
-class Failure(Exception):
-    pass
-
-
-def wait_for(what, predicate, timeout=TIMEOUT, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise Failure(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
-
-
-def exited(proc, *logs):
-    """False while proc runs; raises Failure (with its logs) once it has exited."""
-    if proc.poll() is None:
-        return False
-    raise Failure(f"{proc.name} exited with {proc.returncode}:\n" +
-                  "\n".join(read(log)[-3000:] for log in logs))
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def accepts(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-class Processes:
-    """Every process the test starts, stopped at the end whatever happens."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, name, args, log, **kw):
-        out = open(log, "wb")
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, **kw)
-        out.close()
-        p.name = name
-        self.procs.append(p)
-        return p
-
-    def stop(self, p, sig=signal.SIGTERM):
-        if p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-    def stop_all(self):
-        for p in reversed(self.procs):
-            self.stop(p)
-
-
-class Daemon:
-    def __init__(self, procs, pqcd, directory, name):
-        self.sock = os.path.join(directory, f"{name}.sock")
-        self.log = os.path.join(directory, f"{name}.log")
-        port_file = os.path.join(directory, f"{name}.ports")
-        self.proc = procs.start(
-            f"pqcd ({name})",
-            [pqcd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--unix", self.sock,
-             "--port-file", port_file, "--workers", "1", "--log-level", "warn"],
-            self.log)
-
-        def ready():
-            if self.proc.poll() is not None:
-                raise Failure(f"pqcd ({name}) exited: {read(self.log)}")
-            lines = read(port_file).split()
-            return len(lines) >= 2 and os.path.exists(self.sock + ".lane") and lines
-
-        ports = wait_for(f"pqcd ({name}) to serve", ready)
-        self.grpc_port, self.metrics_port = int(ports[0]), int(ports[1])
-        self.address = "unix:" + self.sock
-        self.tcp_address = f"127.0.0.1:{self.grpc_port}"
-
-    def metric(self, name, *labels):
-        """The sum of the samples of metric `name` whose labels include every one of `labels`."""
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as r:
-            text = r.read().decode()
-        return sum(int(float(line.split()[-1])) for line in text.splitlines()
-                   if line.startswith(name + "{") and all(l in line for l in labels))
-
-    def operations(self, operation, group):
-        """pqcd_operations_total{operation, algorithm=group}."""
-        return self.metric("pqcd_operations_total", f'algorithm="{group}"',
-                           f'operation="{operation}"')
-
-    def counts(self, group=GROUP):
-        return {op: self.operations(op, group) for op in ("keygen", "encaps", "decaps")}
-
-
-def write_openssl_cnf(path, provider, address, extra=""):
-    with open(path, "w") as f:
-        f.write(f"""openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-pqcd = pqcd_sect
-[default_sect]
-activate = 1
-[pqcd_sect]
-module = {provider}
-pqcd_address = {address}
-{extra}activate = 1
-""")
-
 
 PRELOAD = []  # sanitizer runtimes for the programs that load an instrumented provider
 
@@ -234,8 +104,7 @@ def main():
     args = ap.parse_args()
     PRELOAD.extend(args.preload)
 
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
-                                      else None)
+    nginx = find_nginx()
     if nginx is None:
         print("SKIP: nginx is not installed (apt-get install nginx-light); "
               "the provider's end-to-end test needs it")
@@ -254,14 +123,9 @@ def main():
         client_daemon = Daemon(procs, args.pqcd, directory, "client-pqcd")
         server_cnf = os.path.join(directory, "server-openssl.cnf")
         client_cnf = os.path.join(directory, "client-openssl.cnf")
-        write_openssl_cnf(server_cnf, os.path.abspath(args.provider), server_daemon.address)
-        write_openssl_cnf(client_cnf, os.path.abspath(args.provider), client_daemon.address)
-        cert = os.path.join(directory, "cert.pem")
-        key = os.path.join(directory, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days",
-                        "1", "-subj", "/CN=localhost"], check=True, capture_output=True,
-                       env=env_with(server_cnf), timeout=TIMEOUT)
+        write_openssl_cnf(server_cnf, args.provider, server_daemon.address)
+        write_openssl_cnf(client_cnf, args.provider, client_daemon.address)
+        cert, key = make_certificate(directory, env_with(server_cnf))
 
         # ---- 1. s_server and s_client, each group ----
         for group, group_id, ct_bytes in GROUPS:
@@ -295,9 +159,9 @@ def main():
 
         # ---- 1b. the EVP calls, and the refusals: over the lane, then over gRPC (TCP) ----
         tcp_cnf = os.path.join(directory, "tcp-openssl.cnf")
-        write_openssl_cnf(tcp_cnf, os.path.abspath(args.provider), client_daemon.tcp_address)
+        write_openssl_cnf(tcp_cnf, args.provider, client_daemon.tcp_address)
         no_lane_cnf = os.path.join(directory, "no-lane-openssl.cnf")
-        write_openssl_cnf(no_lane_cnf, os.path.abspath(args.provider), client_daemon.address,
+        write_openssl_cnf(no_lane_cnf, args.provider, client_daemon.address,
                           "pqcd_lane = off\n")
         # Which way the calls went: lane requests, or gRPC requests (KeyGen, Encaps, Decaps).
         lane_requests = lambda: client_daemon.metric("pqcd_lane_requests_total")
@@ -357,38 +221,8 @@ def main():
         step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
         port = free_port()
         access_log = os.path.join(directory, "access.log")
-        error_log = os.path.join(directory, "error.log")
-        conf = os.path.join(directory, "nginx.conf")
-        for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(directory, sub), exist_ok=True)
-        # As root, nginx's workers would run as nobody, who may not open pqcd's socket (0660).
-        user = "user root;" if os.geteuid() == 0 else ""
-        with open(conf, "w") as f:
-            f.write(f"""{user}
-daemon off;
-master_process on;
-worker_processes 1;
-pid {directory}/nginx.pid;
-error_log {error_log} info;
-events {{ worker_connections 64; }}
-http {{
-  log_format tls '$ssl_protocol $ssl_curve "$request" $status';
-  access_log {access_log} tls;
-  client_body_temp_path {directory}/client_body;
-  proxy_temp_path {directory}/proxy;
-  fastcgi_temp_path {directory}/fastcgi;
-  uwsgi_temp_path {directory}/uwsgi;
-  scgi_temp_path {directory}/scgi;
-  server {{
-    listen 127.0.0.1:{port} ssl;
-    ssl_certificate {cert};
-    ssl_certificate_key {key};
-    ssl_protocols TLSv1.3;
-    ssl_ecdh_curve {GROUP}:X25519;
-    location / {{ return 200 "hello over {GROUP}\\n"; }}
-  }}
-}}
-""")
+        conf, error_log = write_nginx_conf(directory, port, cert, key, f"{GROUP}:X25519",
+                                           f'return 200 "hello over {GROUP}\\n";', access_log)
         nginx_proc = procs.start(
             "nginx", [nginx, "-p", directory, "-c", conf, "-e", error_log],
             os.path.join(directory, "nginx.out"), env=env_with(server_cnf))
