@@ -32,6 +32,7 @@
 #include "pqc/v1/crypto.grpc.pb.h"
 #include "pqc/v1/keys.grpc.pb.h"
 #include "pqcd/client/client.h"
+#include "stream_wire.h"
 
 namespace pqcd::client {
 
@@ -163,6 +164,8 @@ struct Client::Impl::AsyncCall {
   int attempt = 0;
   std::unique_ptr<internal::TrackedContext> ctx;
   std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+
+  ~AsyncCall() { internal::WipeSecrets(&req); }
 
   void Attempt() {
     ++attempt;

@@ -82,6 +82,7 @@ absl::StatusOr<KeyInfo> Client::ImportKey(const ImportKeyOp& op, const CallOptio
   ToProto(op, &req);
   pqc::v1::KeyInfo resp;
   absl::Status s = impl_->Rpc(&pqc::v1::Keys::Stub::Import, req, &resp, call);
+  internal::WipeSecrets(&req);
   if (!s.ok()) return s;
   return FromProto(std::move(resp));
 }

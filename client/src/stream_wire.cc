@@ -33,16 +33,36 @@ void AppendOperation(pqc::v1::StreamRequest* msg, uint64_t id, pqc::v1::Operatio
   item->mutable_operation()->Swap(op);
 }
 
+void WipeSecrets(pqc::v1::KeyGenRequest* req) {
+  Wipe(req->mutable_seed());
+}
+
+void WipeSecrets(pqc::v1::DecapsRequest* req) {
+  if (req->has_private_key()) Wipe(req->mutable_private_key());
+}
+
+void WipeSecrets(pqc::v1::SignRequest* req) {
+  if (req->has_private_key()) Wipe(req->mutable_private_key());
+}
+
+void WipeSecrets(pqc::v1::BatchRequest* req) {
+  for (auto& op : *req->mutable_operations()) WipeOperation(&op);
+}
+
+void WipeSecrets(pqc::v1::ImportKeyRequest* req) {
+  Wipe(req->mutable_private_key());
+}
+
 void WipeOperation(pqc::v1::Operation* op) {
   switch (op->op_case()) {
     case pqc::v1::Operation::kKeygen:
-      Wipe(op->mutable_keygen()->mutable_seed());
+      WipeSecrets(op->mutable_keygen());
       break;
     case pqc::v1::Operation::kDecaps:
-      if (op->decaps().has_private_key()) Wipe(op->mutable_decaps()->mutable_private_key());
+      WipeSecrets(op->mutable_decaps());
       break;
     case pqc::v1::Operation::kSign:
-      if (op->sign().has_private_key()) Wipe(op->mutable_sign()->mutable_private_key());
+      WipeSecrets(op->mutable_sign());
       break;
     default:
       break;  // Encaps, Verify and Hash carry no secret of the caller's

@@ -8,6 +8,7 @@
 #include <deque>
 
 #include "pqc/v1/crypto.pb.h"
+#include "pqc/v1/keys.pb.h"
 
 namespace pqcd::client::internal {
 
@@ -37,6 +38,16 @@ void WipeOperation(pqc::v1::Operation* op);
 void WipeRequest(pqc::v1::StreamRequest* msg);
 void WipeResult(pqc::v1::OperationResult* result);
 void WipeResponse(pqc::v1::StreamResponse* resp);
+// The same for the requests of unary and Batch calls, once the call is done with them (a sync
+// call's return, an async call's end): the caller's seed or private key, and Keys.Import's
+// private key. Requests that carry no secret of the caller's have nothing to wipe.
+void WipeSecrets(pqc::v1::KeyGenRequest* req);
+void WipeSecrets(pqc::v1::DecapsRequest* req);
+void WipeSecrets(pqc::v1::SignRequest* req);
+void WipeSecrets(pqc::v1::BatchRequest* req);
+void WipeSecrets(pqc::v1::ImportKeyRequest* req);
+template <class Req>
+void WipeSecrets(Req*) {}
 
 // Whether the daemon at the other end of one Stream understands packed messages. A daemon from
 // before packing ignores `items` and answers a packed message as one single-form request without an

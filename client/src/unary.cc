@@ -167,6 +167,7 @@ StreamStats Client::batching_stats() const {
     ToProto(op, &req);                                                             \
     pqc::v1::Method##Response resp;                                                \
     absl::Status s = impl_->Rpc(&pqc::v1::Crypto::Stub::Method, req, &resp, call); \
+    internal::WipeSecrets(&req);                                                   \
     if (!s.ok()) return s;                                                         \
     return FromProto(std::move(resp));                                             \
   }
@@ -180,6 +181,7 @@ absl::StatusOr<BatchResults> Client::Batch(const std::vector<Operation>& ops,
   for (const auto& op : ops) ToProto(op, req.add_operations());
   pqc::v1::BatchResponse resp;
   absl::Status s = impl_->Rpc(&pqc::v1::Crypto::Stub::Batch, req, &resp, call);
+  internal::WipeSecrets(&req);
   if (!s.ok()) return s;
   return BatchAnswer(resp, ops.size());
 }
