@@ -206,8 +206,8 @@ absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorit
   if (!c.ok()) {
     return c.status();
   }
-  // The op's copy of the private key is wiped here; the client library's copies (the lane's
-  // pending request, the gRPC message) are its own (see docs/provider.md).
+  // The op's copy of the private key is wiped here; the client library wipes its own copies
+  // (the lane's pending request, the gRPC message) when the call is done with them.
   client::DecapsOp op{
       .algorithm = algorithm, .key = client::Key::Raw(private_key), .ciphertext = ciphertext};
   const client::CallOptions call{.timeout = config_.deadline};
