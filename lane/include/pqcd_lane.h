@@ -22,8 +22,9 @@
  *
  * A lane is not thread-safe: use it from one thread at a time (open one lane per thread).
  * pqcd_lane_wait spins 200 µs before it sleeps on a futex (the daemon then wakes it with a system
- * call); the environment variable PQCD_LANE_SPIN_US, read by pqcd_lane_open, changes that
- * (0..1000000): longer spins cost the caller CPU and save the daemon wake-ups under load.
+ * call); the environment variable PQCD_LANE_SPIN_US, read by pqcd_lane_open, or
+ * pqcd_lane_set_spin_us changes that (0..1000000): longer spins cost the caller CPU and save the
+ * daemon wake-ups under load.
  * Functions return 0 or one of the negative PQCD_LANE_E* values (pqcd_lane_strerror names it);
  * a request that reached the daemon reports the daemon's answer in result.code (a gRPC status
  * code) and result.message. */
@@ -113,6 +114,9 @@ PQCD_LANE_API int pqcd_lane_open(const char* unix_socket, uint32_t slots, pqcd_l
 PQCD_LANE_API void pqcd_lane_close(pqcd_lane* lane);
 
 PQCD_LANE_API uint32_t pqcd_lane_slots(const pqcd_lane* lane);
+/* How long pqcd_lane_wait spins before it sleeps, in microseconds (0..1000000; others are
+ * refused with PQCD_LANE_EINVAL). */
+PQCD_LANE_API int pqcd_lane_set_spin_us(pqcd_lane* lane, int64_t spin_us);
 /* The longest input (message, data) and hash output a request may carry. */
 PQCD_LANE_API uint32_t pqcd_lane_max_input(const pqcd_lane* lane);
 /* Requests submitted whose results have not been taken by pqcd_lane_wait. */

@@ -267,6 +267,11 @@ void pqcd_lane_close(pqcd_lane* lane) {
 uint32_t pqcd_lane_slots(const pqcd_lane* lane) {
   return lane == nullptr ? 0 : lane->slot_count;
 }
+int pqcd_lane_set_spin_us(pqcd_lane* lane, int64_t spin_us) {
+  if (lane == nullptr || spin_us < 0 || spin_us > 1000000) return PQCD_LANE_EINVAL;
+  lane->spin_us = spin_us;
+  return 0;
+}
 uint32_t pqcd_lane_max_input(const pqcd_lane* lane) {
   return lane == nullptr ? 0 : lane->max_input;
 }

@@ -601,11 +601,13 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   const char* address = nullptr;
   const char* deadline_ms = nullptr;
   const char* lane = nullptr;
+  const char* spin_us = nullptr;
   if (core_get_params != nullptr) {
     OSSL_PARAM request[] = {
         OSSL_PARAM_construct_utf8_ptr("pqcd_address", const_cast<char**>(&address), 0),
         OSSL_PARAM_construct_utf8_ptr("pqcd_deadline_ms", const_cast<char**>(&deadline_ms), 0),
         OSSL_PARAM_construct_utf8_ptr("pqcd_lane", const_cast<char**>(&lane), 0),
+        OSSL_PARAM_construct_utf8_ptr("pqcd_lane_spin_us", const_cast<char**>(&spin_us), 0),
         OSSL_PARAM_END,
     };
     if (!core_get_params(prov->handle, request)) {
@@ -618,8 +620,19 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   if (const char* env = std::getenv("PQCD_PROVIDER_DEADLINE_MS"); env != nullptr && *env != '\0') {
     deadline_ms = env;
   }
+  if (const char* env = std::getenv("PQCD_PROVIDER_LANE_SPIN_US"); env != nullptr && *env != '\0') {
+    spin_us = env;
+  }
   if (address != nullptr && *address != '\0') {
     config->address = address;
+  }
+  if (spin_us != nullptr) {
+    int64_t us = 0;
+    if (!absl::SimpleAtoi(spin_us, &us) || us < 0 || us > 1000000) {
+      PQCD_RAISE(prov, kBadConfig, "pqcd_lane_spin_us=%s: not 0 to 1000000 microseconds", spin_us);
+      return false;
+    }
+    config->lane_spin_us = us;
   }
   if (deadline_ms != nullptr) {
     int ms = 0;

@@ -3,18 +3,152 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <openssl/async.h>
 #include <openssl/crypto.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "pqcd_lane.h"
 
 namespace pqcd::provider {
 
-Transport::Transport(TransportConfig config) : config_(std::move(config)) {}
+// ---- Lanes driven by the calling thread ------------------------------------------------------
+
+// At most this many lanes per process: a blocking call takes an idle one, opens one while there
+// are fewer, else waits for one (nginx's workers are single-threaded: one lane each).
+constexpr int kMaxDirectLanes = 4;
+
+class DirectLanes {
+ public:
+  DirectLanes(std::string unix_path, int64_t spin_us)
+      : path_(std::move(unix_path)), spin_us_(spin_us), pid_(getpid()) {}
+  ~DirectLanes() {
+    if (pid_ != getpid()) return;  // the parent's lanes: its shared memory, not ours to close
+    for (pqcd_lane* l : idle_) pqcd_lane_close(l);
+  }
+  DirectLanes(const DirectLanes&) = delete;
+  DirectLanes& operator=(const DirectLanes&) = delete;
+
+  // One request on a lane, the answer decoded by `decode` (an error status when the daemon
+  // refused it). nullopt when no lane could be had: the caller then takes the client.
+  template <class T, class Decode>
+  std::optional<absl::StatusOr<T>> Call(const pqcd_lane_request& request, absl::Duration timeout,
+                                        Decode decode) {
+    const absl::Time deadline = absl::Now() + timeout;
+    // A lane the daemon closed (it restarted, or drains) is replaced once. A KEM request has no
+    // effect but its answer, so sending it again is harmless even if the daemon had served it.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      pqcd_lane* lane = Take(deadline);
+      if (lane == nullptr) return std::nullopt;
+      pqcd_lane_request rq = request;
+      const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+      rq.timeout_ms = static_cast<uint32_t>(std::max<int64_t>(absl::ToInt64Milliseconds(left), 1));
+      pqcd_lane_result r;
+      const int rc = pqcd_lane_call(lane, &rq, absl::ToInt64Microseconds(left), &r);
+      if (rc == 0) {
+        std::optional<absl::StatusOr<T>> out;
+        if (r.code == 0) {
+          out.emplace(decode(r));
+        } else {
+          out.emplace(absl::Status(static_cast<absl::StatusCode>(r.code),
+                                   std::string(r.message, r.message_len)));
+        }
+        pqcd_lane_release(lane, &r);  // wipes the slot (the shared secret, a private key)
+        Give(lane, true);
+        return out;
+      }
+      // Timed out: the request is still in the lane, which cannot carry another; closed: gone.
+      Give(lane, false);
+      if (rc == PQCD_LANE_ETIMEDOUT) {
+        return absl::DeadlineExceededError(
+            "pqcd lane: no answer from the daemon within the deadline");
+      }
+      if (rc != PQCD_LANE_ECLOSED) {
+        return absl::UnavailableError(absl::StrCat("pqcd lane: ", pqcd_lane_strerror(rc)));
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // An idle lane, a new one, or null (none could be opened lately, or every lane stayed busy
+  // until the deadline).
+  pqcd_lane* Take(absl::Time deadline) {
+    std::unique_lock lock(mu_);
+    if (pid_ != getpid()) {
+      // Forked: the parent's lanes map the parent's shared memory. They are left alone (not
+      // closed: that would wipe slots the parent may be using) and new ones are opened here.
+      idle_.clear();
+      open_ = 0;
+      pid_ = getpid();
+      retry_after_ = absl::InfinitePast();
+    }
+    for (;;) {
+      if (!idle_.empty()) {
+        pqcd_lane* lane = idle_.back();
+        idle_.pop_back();
+        return lane;
+      }
+      if (open_ < kMaxDirectLanes) {
+        if (absl::Now() < retry_after_) return nullptr;
+        ++open_;
+        lock.unlock();
+        pqcd_lane* lane = nullptr;
+        const int rc = pqcd_lane_open(path_.c_str(), 1, &lane, nullptr, 0);
+        if (rc == 0) pqcd_lane_set_spin_us(lane, spin_us_);
+        lock.lock();
+        if (rc == 0) return lane;
+        // No lane socket, or the daemon refused: the client's way (gRPC) until a second passes.
+        --open_;
+        retry_after_ = absl::Now() + absl::Seconds(1);
+        cv_.notify_all();
+        return nullptr;
+      }
+      if (cv_.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout &&
+          idle_.empty()) {
+        return nullptr;
+      }
+    }
+  }
+
+  void Give(pqcd_lane* lane, bool usable) {
+    {
+      std::lock_guard lock(mu_);
+      if (usable) {
+        idle_.push_back(lane);
+        lane = nullptr;
+      } else {
+        --open_;
+      }
+    }
+    cv_.notify_one();
+    pqcd_lane_close(lane);  // null when kept
+  }
+
+  const std::string path_;
+  const int64_t spin_us_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<pqcd_lane*> idle_;
+  int open_ = 0;  // idle and taken
+  pid_t pid_;
+  absl::Time retry_after_ = absl::InfinitePast();
+};
+
+Transport::Transport(TransportConfig config) : config_(std::move(config)) {
+  if (config_.lane && absl::StartsWith(config_.address, "unix:")) {
+    std::string path = config_.address.substr(5);
+    if (absl::StartsWith(path, "//")) path = path.substr(2);  // unix:///path
+    direct_ = std::make_unique<DirectLanes>(std::move(path), config_.lane_spin_us);
+  }
+}
 
 Transport::~Transport() {
   // A client inherited across fork belongs to the parent's gRPC threads, which do not exist here:
@@ -171,7 +305,34 @@ absl::StatusOr<T> Call(Start start, Sync sync) {
 
 // The client library enforces the deadline on both of its ways (gRPC and the lane, on the
 // caller's side), and reopens a lane that the daemon closed on the next call.
+
+namespace {
+
+std::string Out(const pqcd_lane_result& r, int i) {
+  return std::string(reinterpret_cast<const char*>(r.out[i]), r.out_len[i]);
+}
+
+bool InAsyncJob() {
+  return ASYNC_get_current_job() != nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
+  if (direct_ != nullptr && !InAsyncJob()) {
+    pqcd_lane_request rq{};
+    rq.op = PQCD_LANE_KEYGEN;
+    rq.algorithm = static_cast<uint32_t>(algorithm);
+    auto r = direct_->Call<client::KeyPair>(rq, config_.deadline, [&](const pqcd_lane_result& a) {
+      client::KeyPair k;
+      k.algorithm = algorithm;
+      k.public_key = Out(a, 0);
+      k.private_key = Out(a, 1);
+      k.seed = Out(a, 2);
+      return k;
+    });
+    if (r.has_value()) return *std::move(r);
+  }
   absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();
@@ -186,6 +347,18 @@ absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
 
 absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorithm,
                                                        const std::string& public_key) {
+  if (direct_ != nullptr && !InAsyncJob()) {
+    pqcd_lane_request rq{};
+    rq.op = PQCD_LANE_ENCAPS;
+    rq.algorithm = static_cast<uint32_t>(algorithm);
+    rq.key = reinterpret_cast<const uint8_t*>(public_key.data());
+    rq.key_len = public_key.size();
+    auto r =
+        direct_->Call<client::EncapsResult>(rq, config_.deadline, [](const pqcd_lane_result& a) {
+          return client::EncapsResult{Out(a, 0), Out(a, 1), a.key_version};
+        });
+    if (r.has_value()) return *std::move(r);
+  }
   absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();
@@ -202,6 +375,20 @@ absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorit
 absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorithm,
                                                        const std::string& private_key,
                                                        const std::string& ciphertext) {
+  if (direct_ != nullptr && !InAsyncJob()) {
+    // The private key is copied into the lane's slot only, which pqcd_lane_release wipes.
+    pqcd_lane_request rq{};
+    rq.op = PQCD_LANE_DECAPS;
+    rq.algorithm = static_cast<uint32_t>(algorithm);
+    rq.key = reinterpret_cast<const uint8_t*>(private_key.data());
+    rq.key_len = private_key.size();
+    rq.input = reinterpret_cast<const uint8_t*>(ciphertext.data());
+    rq.input_len = ciphertext.size();
+    auto r = direct_->Call<client::DecapsResult>(
+        rq, config_.deadline,
+        [](const pqcd_lane_result& a) { return client::DecapsResult{Out(a, 0)}; });
+    if (r.has_value()) return *std::move(r);
+  }
   absl::StatusOr<std::shared_ptr<client::Client>> c = Get();
   if (!c.ok()) {
     return c.status();

@@ -1,13 +1,19 @@
-// The provider's link to the daemon: one pqcd::client::Client per process, made on first use and
-// made again in a child after fork (a gRPC channel cannot be used across fork). With a "unix:"
-// address the client asks the daemon for a shared-memory lane and falls back to gRPC when the
-// daemon offers none; any other address is gRPC. The client library enforces each call's deadline
-// and reconnects (gRPC) or reopens its lane after the daemon stopped or restarted, so a
-// long-lived nginx worker keeps its client.
+// The provider's link to the daemon, made on first use and made again in a child after fork (a gRPC
+// channel and a lane's shared memory cannot be used across fork).
+//  - With a "unix:" address, a blocking call (the handshake's thread waits for it) goes through a
+//    shared-memory lane that the calling thread drives itself: submit, spin briefly, sleep on the
+//    lane's futex. Up to kMaxDirectLanes lanes per process, one thread on each at a time. A lane
+//    the daemon closed (restart) is replaced once within the call; when no lane can be opened the
+//    call goes to the client below, and lanes are tried again a second later.
+//  - Otherwise, and for calls inside an OpenSSL ASYNC job: one pqcd::client::Client per process,
+//    which uses a lane of its own (driven by its lane thread) where the daemon offers one, else
+//    gRPC. It enforces each call's deadline and reconnects after the daemon stopped or restarted,
+//    so a long-lived nginx worker keeps it.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,7 +28,13 @@ struct TransportConfig {
   std::string address = "unix:/run/pqcd/pqcd.sock";
   absl::Duration deadline = absl::Seconds(2);
   bool lane = true;  // try the lane when the address is a Unix socket
+  // How long a blocking call spins on its lane before it sleeps (PQCD_LANE_SPIN_US of
+  // pqcd_lane.h): on a host whose cores the daemon shares with the TLS server, spinning only
+  // takes time from the daemon.
+  int64_t lane_spin_us = 0;
 };
+
+class DirectLanes;
 
 class Transport {
  public:
@@ -43,6 +55,8 @@ class Transport {
  private:
   // The client of this process (made now if there is none, or if it was made before a fork).
   absl::StatusOr<std::shared_ptr<client::Client>> Get();
+  // The lanes of blocking calls (null without a lane address).
+  std::unique_ptr<DirectLanes> direct_;
   // Leaves client_ (made in the parent of a fork) to the process's exit: destroying it would wait
   // for the parent's gRPC and lane threads, which do not exist in the child.
   void Abandon();
