@@ -1058,6 +1058,16 @@ void LaneServer::Final(int worker) {
 // ---- The workers' I/O
 // -----------------------------------------------------------------------------
 
+ServingIo::ServingIo(CoreQueues* core, LaneServer* lanes)
+    : core_(core), lanes_(lanes), spin_(static_cast<size_t>(std::max(core->size(), 0))) {}
+
+bool ServingIo::ShouldSpin(SpinState& s) {
+  if (s.misses < kSpinMisses) return true;
+  if (++s.skipped < kSpinProbe) return false;
+  s.skipped = 0;  // a probe: the traffic may have become a closed loop again
+  return true;
+}
+
 bool ServingIo::Poll(int worker, std::chrono::steady_clock::time_point until) {
   const auto min = std::chrono::steady_clock::time_point::min();
   // No lane on this worker: its queue only (a lane added later wakes it, LaneServer::OpenPending).
@@ -1074,21 +1084,27 @@ bool ServingIo::Poll(int worker, std::chrono::steady_clock::time_point until) {
     }
     return true;
   }
-  // About to block. A worker with lanes polls them (and its queue) a little first: a caller that
-  // sends one request at a time sends the next within microseconds, and waking a blocked worker
-  // costs more than that.
+  // About to block: a short poll of the lanes first, where it has been paying (see lanes.h).
   // Only after recent lane traffic, so that idle lanes cost their worker nothing.
-  if (lanes_->RecentlyActive(worker)) {
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+  SpinState& s = spin_[static_cast<size_t>(worker)];
+  if (lanes_->RecentlyActive(worker) && ShouldSpin(s)) {
+    const auto spin_until = std::chrono::steady_clock::now() + kLaneSpin;
     while (std::chrono::steady_clock::now() < spin_until) {
-      if (lanes_->Intake(worker)) return true;
+      if (lanes_->Intake(worker)) {
+        s.misses = 0;
+        return true;
+      }
       engine::CpuRelax();
     }
+    ++s.misses;
   }
   if (lanes_->SetIdle(worker, true)) until = min;
+  const auto blocked = std::chrono::steady_clock::now();
   const bool more = core_->Poll(worker, until);
   lanes_->SetIdle(worker, false);
-  lanes_->Intake(worker);
+  if (lanes_->Intake(worker) && std::chrono::steady_clock::now() - blocked <= kSpinUseful) {
+    s.misses = 0;  // a request came soon after the worker blocked: polling would have caught it
+  }
   if (!more) lanes_->Final(worker);
   return more;
 }

@@ -166,6 +166,32 @@ TEST_F(LaneTest, PipelinedRequestsAllComeBack) {
   }
 }
 
+// The TLS provider's way: a one-slot lane, no spinning (pqcd_lane_set_spin_us), one call at a
+// time with gaps between them. After a few polls that find nothing the daemon's worker blocks at
+// once; every call must still wake it (the doorbell) and be answered.
+TEST_F(LaneTest, OneSlotLaneWithoutSpinIsAnsweredEveryCall) {
+  Lane lane(sock_, 1);
+  ASSERT_TRUE(lane.ok()) << lane.error();
+  ASSERT_EQ(pqcd_lane_slots(lane.get()), 1u);
+  EXPECT_EQ(pqcd_lane_set_spin_us(lane.get(), -1), PQCD_LANE_EINVAL);
+  EXPECT_EQ(pqcd_lane_set_spin_us(lane.get(), 1'000'001), PQCD_LANE_EINVAL);
+  EXPECT_EQ(pqcd_lane_set_spin_us(nullptr, 0), PQCD_LANE_EINVAL);
+  ASSERT_EQ(pqcd_lane_set_spin_us(lane.get(), 0), 0);
+  auto grpc = daemon_->Crypto();
+  for (int i = 0; i < 40; ++i) {
+    const std::string data = "call " + std::to_string(i);
+    LaneAnswer a = lane.Call(HashRequestOf(SHA3_256, data), 10'000'000);
+    ASSERT_EQ(a.code, 0) << i << ": " << a.message;
+    grpc::ClientContext ctx;
+    HashRequest req;
+    req.set_algorithm(SHA3_256);
+    req.set_data(data);
+    HashResponse resp;
+    ASSERT_TRUE(grpc->Hash(&ctx, req, &resp).ok());  // also a gap between the lane's calls
+    EXPECT_EQ(a.out[0], resp.digest()) << i;
+  }
+}
+
 // A key given again is prepared once per run on a lane (the lane keeps its own copy of the last
 // key): runs of two keys, interleaved, pipelined through the same slots, each answer right.
 TEST_F(LaneTest, RunsOfAGivenKeyAnswerAsSingleRequests) {
