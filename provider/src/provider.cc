@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "pqcd/client/types.h"
 #include "pqcd/kernels/algorithms.h"
+#include "pqcd/kernels/hybrid.h"
 #include "transport.h"
 
 namespace pqcd::provider {
@@ -44,20 +45,27 @@ struct Group {
   size_t ct_bytes;  // the server's key share
   size_t ss_bytes;  // the shared secret
   unsigned int security_bits;
+  // The kernel's check of a client key share (the encapsulation key): FIPS 203 §7.2 on the
+  // ML-KEM part, the point on the curve (NIST curves), not of low order (X25519).
+  absl::Status (*check_share)(kernels::Bytes);
 };
 
 // The sizes are the algorithm registry's (kernels/include/pqcd/kernels/algorithms.h), which the
 // daemon serves: the client's enum values are the rows' pqc.v1.Algorithm numbers.
+template <class Kem>
 constexpr Group MakeGroup(const char* name, unsigned int tls_id, Algorithm algorithm,
                           unsigned int security_bits) {
   const kernels::AlgorithmFacts& f = *kernels::FindByApiValue(static_cast<int>(algorithm));
-  return {name,           tls_id,       algorithm, f.public_key_bytes, f.ciphertext_bytes,
-          f.secret_bytes, security_bits};
+  return {
+      name,           tls_id,        algorithm,           f.public_key_bytes, f.ciphertext_bytes,
+      f.secret_bytes, security_bits, &Kem::CheckEncapsKey};
 }
 constexpr Group kGroups[] = {
-    MakeGroup("X25519MLKEM768", 0x11EC, Algorithm::kX25519MlKem768, 192),
-    MakeGroup("SecP256r1MLKEM768", 0x11EB, Algorithm::kSecP256r1MlKem768, 192),
-    MakeGroup("SecP384r1MLKEM1024", 0x11ED, Algorithm::kSecP384r1MlKem1024, 256),
+    MakeGroup<kernels::X25519MlKem768>("X25519MLKEM768", 0x11EC, Algorithm::kX25519MlKem768, 192),
+    MakeGroup<kernels::SecP256r1MlKem768>("SecP256r1MLKEM768", 0x11EB,
+                                          Algorithm::kSecP256r1MlKem768, 192),
+    MakeGroup<kernels::SecP384r1MlKem1024>("SecP384r1MLKEM1024", 0x11ED,
+                                           Algorithm::kSecP384r1MlKem1024, 256),
 };
 // draft-ietf-tls-ecdhe-mlkem's share sizes, as a check of the registry rows above.
 static_assert(kGroups[0].ek_bytes == 1216 && kGroups[0].ct_bytes == 1120 &&
@@ -74,6 +82,7 @@ enum Reason : int {
   kShortBuffer = 5,
   kBadAnswer = 6,
   kBadConfig = 7,
+  kInvalidShare = 8,
 };
 
 const OSSL_ITEM kReasonStrings[] = {
@@ -84,6 +93,7 @@ const OSSL_ITEM kReasonStrings[] = {
     {kShortBuffer, const_cast<char*>("output buffer too small")},
     {kBadAnswer, const_cast<char*>("pqcd daemon answered with wrong sizes")},
     {kBadConfig, const_cast<char*>("invalid pqcd provider configuration")},
+    {kInvalidShare, const_cast<char*>("invalid key share")},
     {0, nullptr},
 };
 
@@ -208,6 +218,16 @@ int KeySetParams(void* keydata, const OSSL_PARAM params[]) {
   if (len != key->group->ek_bytes) {
     PQCD_RAISE(key->prov, kBadShare, "%s: a key share of %zu bytes, expected %zu", key->group->name,
                len, key->group->ek_bytes);
+    return 0;
+  }
+  // Checked here, not only by the daemon's Encaps: libssl answers a failure to set the client's
+  // share with the illegal_parameter alert that draft-ietf-tls-ecdhe-mlkem asks for (a failed
+  // Encaps would be an internal_error), and a share refused here costs the daemon nothing.
+  if (const absl::Status st =
+          key->group->check_share(kernels::Bytes(static_cast<const uint8_t*>(data), len));
+      !st.ok()) {
+    const std::string why(st.message());
+    PQCD_RAISE(key->prov, kInvalidShare, "%s", why.c_str());
     return 0;
   }
   // A new public key makes this another key: a private key held before no longer belongs to it.

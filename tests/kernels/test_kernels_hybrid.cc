@@ -226,6 +226,48 @@ TEST(Hybrid, AllZeroX25519SecretRefused) {
   EXPECT_EQ(Decaps<XWing>(xw.seed, ct, ss).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// CheckEncapsKey (the TLS provider's check of a client share, and key import) refuses an X25519
+// part of low order in every encoding (bit 255 is ignored; p and p + 1 are 0 and 1); X-Wing,
+// whose combiner hashes the shares, takes any 32 bytes.
+TEST(Hybrid, LowOrderX25519KeysRefusedByTheCheck) {
+  const KeyPair kp = Generate<X25519MlKem768>();
+  ASSERT_TRUE(X25519MlKem768::CheckEncapsKey(kp.ek).ok());
+  std::vector<std::vector<uint8_t>> low;
+  for (uint8_t v : {0, 1}) {
+    std::vector<uint8_t> u(32, 0);
+    u[0] = v;
+    low.push_back(u);
+    u[31] = 0x80;
+    low.push_back(u);
+  }
+  for (uint8_t last : {0xec, 0xed, 0xee}) {  // p - 1, p, p + 1
+    std::vector<uint8_t> u(32, 0xff);
+    u[0] = last;
+    u[31] = 0x7f;
+    low.push_back(u);
+  }
+  low.push_back({0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3,
+                 0xfa, 0xf1, 0x9f, 0xc4, 0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32,
+                 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00});
+  low.push_back({0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1,
+                 0x55, 0x9c, 0x83, 0xef, 0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c,
+                 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57});
+  for (const auto& u : low) {
+    std::vector<uint8_t> ek = kp.ek;
+    std::copy(u.begin(), u.end(), ek.end() - 32);
+    const absl::Status st = X25519MlKem768::CheckEncapsKey(ek);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << static_cast<int>(u[0]);
+    EXPECT_NE(std::string(st.message()).find("low order"), std::string::npos) << st;
+    // The Encaps itself refuses it too (the all-zero result), with nothing left in the output.
+    std::vector<uint8_t> ct, ss;
+    EXPECT_EQ(Encaps<X25519MlKem768>(ek, ct, ss).code(), absl::StatusCode::kInvalidArgument);
+  }
+  const KeyPair xw = Generate<XWing>();
+  std::vector<uint8_t> ek = xw.ek;
+  std::fill(ek.end() - 32, ek.end(), 0);
+  EXPECT_TRUE(XWing::CheckEncapsKey(ek).ok());
+}
+
 // Wrong sizes name the field; one bad item of a batch does not affect the others.
 TEST(Hybrid, BadItemsAreIsolated) {
   const KeyPair kp = Generate<SecP256r1MlKem768>();

@@ -10,14 +10,18 @@ nginx), one the client side (s_client, curl). Steps:
      handshake; the ServerHello's key share is that group (0x11ec; s_client -trace); the server's
      daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
   1b. provider_evp_check: the EVP calls libssl makes, for each group, and the shares the
-     provider or the daemon refuses (their errors on OpenSSL's error queue); once with the
+     provider refuses when they are set (their errors on OpenSSL's error queue); once with the
      daemon's Unix socket (all calls over its lane), once with its TCP port and once with the
      Unix socket and pqcd_lane = off (all over gRPC), each way checked in the daemon's metrics.
   1c. provider_async_check: 8 handshakes in OpenSSL ASYNC jobs in one thread; the provider pauses
      each job for its daemon call, so several calls are in flight at once.
-  2. nginx (one worker, ssl_ecdh_curve X25519MLKEM768:X25519) serves a page to s_client and to
-     curl over that group; its access log shows $ssl_curve = 0x11ec; a classic client
-     (-groups X25519) is served too, shows X25519, and pqcd is not asked.
+  2. nginx (one worker, ssl_ecdh_curve with the three groups and X25519) serves a page to
+     s_client and to curl over X25519MLKEM768; its access log shows $ssl_curve = 0x11ec; a
+     classic client (-groups X25519) is served too, shows X25519, and pqcd is not asked.
+  2b. Hand-made ClientHellos with malformed key shares (one byte short, an ML-KEM key failing the
+     modulus check, low-order X25519 points, points off P-256/P-384) get the illegal_parameter
+     alert; a well-formed share of each group gets a ServerHello; pqcd computed only those, and
+     nginx and pqcd serve a normal handshake afterwards.
   3. With the server's daemon frozen (SIGSTOP), a handshake fails at the provider's deadline;
      with the server's daemon stopped, a handshake to nginx fails promptly and nginx's error log
      names the provider's error and the address; started again, the same nginx worker serves
@@ -30,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,6 +92,72 @@ def expect_counts(daemon, before, want, who, group=GROUP):
     except Failure:
         now = daemon.counts(group)
         raise Failure(f"{who}: {group} operations went from {before} to {now}, expected +{want}")
+
+
+# ---- Malformed key shares at the TLS level (a hand-made ClientHello) ----
+ALERT_ILLEGAL_PARAMETER = 47
+# draft-ietf-tls-ecdhe-mlkem's client share layouts: (ML-KEM ek offset, its k, curve offset, bytes).
+SHARE_LAYOUT = {0x11EC: (0, 3, 1184, 32), 0x11EB: (65, 3, 0, 65), 0x11ED: (97, 4, 0, 97)}
+
+
+def curve_point(group_id):
+    """A valid public key of the group's curve (X25519: u = 9, the base point; NIST curves: a
+    fresh key's uncompressed point, from the openssl command)."""
+    if group_id == 0x11EC:
+        return bytes([9]) + bytes(31)
+    curve = "prime256v1" if group_id == 0x11EB else "secp384r1"
+    key = subprocess.run(["openssl", "ecparam", "-name", curve, "-genkey", "-noout"],
+                         capture_output=True, check=True, timeout=TIMEOUT).stdout
+    der = subprocess.run(["openssl", "ec", "-pubout", "-outform", "DER"], input=key,
+                         capture_output=True, check=True, timeout=TIMEOUT).stdout
+    return der[-(65 if group_id == 0x11EB else 97):]
+
+
+def client_share(group_id, point):
+    """A well-formed client share: an ML-KEM encapsulation key whose coefficients are all 0 (it
+    passes FIPS 203's modulus check) with a random rho, and the curve point."""
+    ml_off, k, curve_off, _ = SHARE_LAYOUT[group_id]
+    ek = bytes(384 * k) + os.urandom(32)
+    return ek + point if curve_off > ml_off else point + ek
+
+
+def client_hello(group_id, share):
+    """A TLS 1.3 ClientHello record offering only `group_id`, with `share` as its key share."""
+    def ext(kind, body):
+        return kind.to_bytes(2, "big") + len(body).to_bytes(2, "big") + body
+
+    def vec(n, body):
+        return len(body).to_bytes(n, "big") + body
+
+    name = b"localhost"
+    extensions = (
+        ext(0, vec(2, b"\x00" + vec(2, name))) +                      # server_name
+        ext(43, vec(1, b"\x03\x04")) +                                # supported_versions: 1.3
+        ext(10, vec(2, group_id.to_bytes(2, "big"))) +                 # supported_groups
+        ext(13, vec(2, b"\x04\x03\x08\x04\x08\x07\x05\x03")) +          # signature_algorithms
+        ext(51, vec(2, group_id.to_bytes(2, "big") + vec(2, share))))  # key_share
+    body = (b"\x03\x03" + os.urandom(32) + vec(1, os.urandom(32)) +
+            vec(2, b"\x13\x01\x13\x02\x13\x03") + b"\x01\x00" + vec(2, extensions))
+    handshake = b"\x01" + vec(3, body)
+    return b"\x16\x03\x01" + vec(2, handshake)
+
+
+def first_answer(port, record):
+    """Sends `record` and reads the server's first record: ("alert", description) or
+    ("handshake", its first message type: 2 is ServerHello)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(record)
+        data = b""
+        while len(data) < 5 or len(data) < 5 + int.from_bytes(data[3:5], "big"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return ("closed", len(data))
+            data += chunk
+    if data[0] == 21:
+        return ("alert", data[6])
+    if data[0] == 22:
+        return ("handshake", data[5])
+    return ("record type", data[0])
 
 
 def step(msg):
@@ -185,19 +256,19 @@ def main():
             if r.returncode != 0:
                 raise Failure(f"provider_evp_check (rc {r.returncode}):\n{out}\n"
                               f"{r.stderr.decode(errors='replace')[-3000:]}")
-            # Of X25519MLKEM768: one keygen, one decaps, three encaps (one good, two refused by
-            # the daemon's checks, which run as operations too).
-            expect_counts(client_daemon, before, {"keygen": 1, "encaps": 3, "decaps": 1},
+            # Of X25519MLKEM768: one keygen, one encaps, one decaps. The refused shares never reach
+            # the daemon: the provider refuses them when libssl sets them.
+            expect_counts(client_daemon, before, {"keygen": 1, "encaps": 1, "decaps": 1},
                           "client's pqcd")
-            # 3 groups x (keygen, encaps, decaps, 2 refused encaps) = 15 calls, all this way.
+            # 3 groups x (keygen, encaps, decaps) = 9 calls, all this way.
             try:
-                wait_for(f"15 requests over {transport}",
-                         lambda: by() - by_before == 15 and other() == other_before, timeout=10)
+                wait_for(f"9 requests over {transport}",
+                         lambda: by() - by_before == 9 and other() == other_before, timeout=10)
             except Failure:
                 raise Failure(f"over {transport}: {by() - by_before} requests this way (expected "
-                              f"15), {other() - other_before} the other way (expected 0)")
+                              f"9), {other() - other_before} the other way (expected 0)")
             print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed; "
-                  "the daemon counted them, all 15 calls this way")
+                  "the daemon counted them, all 9 calls this way")
 
         if args.async_check:
             pairs = 8
@@ -218,10 +289,11 @@ def main():
             print(f"   {out.strip()}")
 
         # ---- 2. nginx ----
-        step(f"nginx, ssl_ecdh_curve {GROUP}:X25519")
+        step(f"nginx, ssl_ecdh_curve {':'.join(g for g, _, _ in GROUPS)}:X25519")
         port = free_port()
         access_log = os.path.join(directory, "access.log")
-        conf, error_log = write_nginx_conf(directory, port, cert, key, f"{GROUP}:X25519",
+        conf, error_log = write_nginx_conf(directory, port, cert, key,
+                                           ":".join([g for g, _, _ in GROUPS] + ["X25519"]),
                                            f'return 200 "hello over {GROUP}\\n";', access_log)
         nginx_proc = procs.start(
             "nginx", [nginx, "-p", directory, "-c", conf, "-e", error_log],
@@ -280,6 +352,58 @@ def main():
             raise Failure(f"the server's pqcd was used for a classic handshake: {s_before} -> "
                           f"{server_daemon.counts()}")
         print(f"   access log: {line}")
+
+        # ---- 2b. malformed key shares: illegal_parameter, pqcd unharmed ----
+        step("malformed key shares to nginx (hand-made ClientHellos): illegal_parameter alerts")
+        s_before = {name: server_daemon.counts(name) for name, _, _ in GROUPS}
+        points = {gid: curve_point(gid) for _, gid, _ in GROUPS}
+        order8 = bytes.fromhex(
+            "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800")
+        p25519 = bytes.fromhex(
+            "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")
+        cases = []  # (what, group id, share, expected first answer)
+        for name, gid, _ in GROUPS:
+            ml_off, _, curve_off, curve_len = SHARE_LAYOUT[gid]
+            good = client_share(gid, points[gid])
+            cases.append((f"{name}: a well-formed share (the control)", gid, good,
+                          ("handshake", 2)))
+            cases.append((f"{name}: a share one byte short", gid, good[:-1],
+                          ("alert", ALERT_ILLEGAL_PARAMETER)))
+            bad = bytearray(good)
+            bad[ml_off] = 0xFF
+            bad[ml_off + 1] |= 0x0F  # the first coefficient 0xFFF >= q
+            cases.append((f"{name}: an ek failing the modulus check", gid, bytes(bad),
+                          ("alert", ALERT_ILLEGAL_PARAMETER)))
+            if gid == 0x11EC:
+                bad_points = [("the X25519 point 0", bytes(32)),
+                              ("the low-order X25519 point of order 8", order8),
+                              ("the X25519 point p (= 0)", p25519),
+                              ("the X25519 point 1 with bit 255 set", b"\x01" + bytes(30) + b"\x80")]
+            else:
+                bad_points = [("a point off the curve", b"\x04" + bytes(curve_len - 1)),
+                              ("a point with y + 1", points[gid][:-1] +
+                               bytes([points[gid][-1] ^ 1]))]
+            for what, pt in bad_points:
+                bad = bytearray(good)
+                bad[curve_off:curve_off + curve_len] = pt
+                cases.append((f"{name}: {what}", gid, bytes(bad),
+                              ("alert", ALERT_ILLEGAL_PARAMETER)))
+        for what, gid, share, want in cases:
+            got = first_answer(port, client_hello(gid, share))
+            if got != want:
+                raise Failure(f"{what}: the server answered {got}, expected {want}\n"
+                              f"{read(error_log)[-2000:]}")
+            print(f"   {what}: {'alert illegal_parameter' if want[0] == 'alert' else 'ServerHello'}")
+        # Only the three controls reached the server's pqcd (one Encaps each).
+        for name, _, _ in GROUPS:
+            expect_counts(server_daemon, s_before[name], {"keygen": 0, "encaps": 1, "decaps": 0},
+                          "server's pqcd", group=name)
+        rc, out, err, _ = s_client(port, client_cnf,
+                                   b"GET /after HTTP/1.0\r\nHost: localhost\r\n\r\n", ("-ign_eof",))
+        if rc != 0 or f"hello over {GROUP}" not in out:
+            raise Failure(f"s_client after the malformed shares failed (rc {rc}):\n{out[-2000:]}")
+        print(f"   {len(cases)} ClientHellos; pqcd computed only the 3 well-formed ones; "
+              "the same nginx and pqcd serve a handshake after them")
 
         # ---- 3. fail-closed ----
         step("server's pqcd frozen (SIGSTOP): nginx's handshake fails at the 2 s deadline")

@@ -217,8 +217,49 @@ absl::Status CurvePublicAndShared(Curve c, Bytes sk, Bytes peer, MutBytes pk, Mu
   if (absl::Status s = NistPublic(c, sk, pk); !s.ok()) return s;
   return NistShared(c, sk, peer, ss);
 }
-absl::Status CheckCurvePublic(Curve c, Bytes pk) {
-  if (c == Curve::kX25519) return absl::OkStatus();  // any 32 bytes are a u-coordinate
+// The u-coordinates of the X25519 points of low order (RFC 7748: the curve's order-1, -2, -4 and
+// -8 points), little-endian with bit 255 clear (X25519 ignores it), and the two encodings at or
+// above p of them (p and p + 1). Any scalar gives an all-zero shared secret with these: one
+// comparison refuses such a share before any computation (public data: no constant time needed).
+constexpr uint8_t kX25519LowOrder[][32] = {
+    {0x00},
+    {0x01},
+    {0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3,
+     0xfa, 0xf1, 0x9f, 0xc4, 0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32,
+     0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00},
+    {0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1,
+     0x55, 0x9c, 0x83, 0xef, 0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c,
+     0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57},
+    {0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+    {0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+    {0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+};
+
+bool X25519LowOrder(Bytes u) {
+  uint8_t v[32];
+  std::memcpy(v, u.data(), 32);
+  v[31] &= 0x7f;
+  for (const auto& bad : kX25519LowOrder) {
+    if (std::memcmp(v, bad, 32) == 0) return true;
+  }
+  return false;
+}
+
+// NIST curves: the point decoded and on the curve. X25519: any 32 bytes are a u-coordinate; the
+// TLS hybrids (reject_low_order) refuse the low-order ones, whose shared secret is all zero.
+absl::Status CheckCurvePublic(Curve c, Bytes pk, bool reject_low_order = false) {
+  if (c == Curve::kX25519) {
+    if (reject_low_order && X25519LowOrder(pk)) {
+      return CurveError(c, "a public key of low order (the shared secret would be all zero)");
+    }
+    return absl::OkStatus();
+  }
   Owned<BN_CTX> ctx(BN_CTX_new());
   Owned<EC_POINT> q(EC_POINT_new(Group(c).group));
   if (!ctx || !q) return OpenSslFailure("EC allocation");
@@ -283,7 +324,9 @@ absl::Status HybridKem<Spec>::CheckEncapsKey(Bytes ek) {
   }
   const auto [ek_m, pk_e] = Split<Spec>(ek, Ml::kEncapsKeyBytes, kCurvePoint);
   if (absl::Status s = Ml::CheckEncapsKey(ek_m); !s.ok()) return Prefixed<Spec>(s);
-  return Prefixed<Spec>(CheckCurvePublic(kCurve, pk_e));
+  // X-Wing takes any X25519 key (its combiner hashes the shares); the TLS hybrids refuse what
+  // draft-ietf-tls-ecdhe-mlkem makes an illegal_parameter.
+  return Prefixed<Spec>(CheckCurvePublic(kCurve, pk_e, /*reject_low_order=*/!Spec::kXWing));
 }
 
 template <class Spec>

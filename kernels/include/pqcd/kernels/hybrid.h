@@ -29,8 +29,10 @@
 // 64-byte eseed.
 //
 // Refused with INVALID_ARGUMENT: a peer point not on the curve or not in uncompressed form
-// (NIST curves), and an all-zero X25519 result (draft-ietf-tls-ecdhe-mlkem requires the check;
-// OpenSSL's X25519 refuses it anyway, so X-Wing refuses it too).
+// (NIST curves), a low-order X25519 public key in an encapsulation key (TLS hybrids; the check of
+// CheckEncapsKey, before any computation), and an all-zero X25519 result
+// (draft-ietf-tls-ecdhe-mlkem requires the check; OpenSSL's X25519 refuses it anyway, so X-Wing
+// refuses it too).
 #pragma once
 
 #include <span>
@@ -110,7 +112,7 @@ class HybridKem {
   static constexpr size_t kEncapsRandomBytes = Ml::kEncapsRandomBytes + kCurvePrivate;
 
   // Length and the checks of both components: FIPS 203 §7.2 on the ML-KEM key, the point decoded
-  // and on the curve (NIST curves; any 32 bytes are an X25519 public key).
+  // and on the curve (NIST curves), an X25519 key not of low order (X-Wing: any 32 bytes).
   static absl::Status CheckEncapsKey(Bytes ek);
   // Length; on an expanded key the FIPS 203 §7.3 hash check and the scalar range (NIST curves).
   static absl::Status CheckDecapsKey(Bytes dk);
