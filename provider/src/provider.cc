@@ -1,8 +1,9 @@
 // pqcd-provider.so: an OpenSSL 3 provider whose hybrid post-quantum TLS 1.3 groups
-// (draft-ietf-tls-ecdhe-mlkem: X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024) are computed
-// by a pqcd daemon. For each group it offers a KEYMGMT and a KEM of the group's name and announces
-// the group through the TLS-GROUP capability (a KEM group, TLS 1.3 only, no DTLS), so that libssl
-// (nginx, s_server, s_client, curl) uses it like a built-in group:
+// (draft-ietf-tls-ecdhe-mlkem: X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024) and plain
+// ML-KEM-512/768/1024 KEMs (FIPS 203, for EVP callers) are computed by a pqcd daemon. For each it
+// offers a KEYMGMT and a KEM of its name; it announces the hybrids through the TLS-GROUP
+// capability (a KEM group, TLS 1.3 only, no DTLS), so that libssl (nginx, s_server, s_client,
+// curl) uses them like built-in groups:
 //  - server: the client's key share becomes the encoded public key of a key object, and
 //    EVP_PKEY_encapsulate makes one Encaps call to the daemon (the sizes are answered here);
 //  - client: EVP_PKEY_keygen is one KeyGen call (the private key stays in the key object, wiped
@@ -17,6 +18,7 @@
 #include <openssl/params.h>
 #include <openssl/prov_ssl.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdlib>
@@ -24,11 +26,13 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "pqcd/client/types.h"
 #include "pqcd/kernels/algorithms.h"
 #include "pqcd/kernels/hybrid.h"
+#include "pqcd/kernels/mlkem.h"
 #include "transport.h"
 
 namespace pqcd::provider {
@@ -36,10 +40,10 @@ namespace {
 
 using client::Algorithm;
 
-// ---- The groups -----------------------------------------------------------------------------
+// ---- The KEMs: the TLS groups, then plain ML-KEM --------------------------------------------
 struct Group {
-  const char* name;  // TLS group name = the KEYMGMT's and the KEM's algorithm name
-  unsigned int tls_id;
+  const char* name;     // the KEYMGMT's and the KEM's algorithm name (and the TLS group's)
+  unsigned int tls_id;  // 0: not a TLS group (plain ML-KEM: EVP only)
   Algorithm algorithm;
   size_t ek_bytes;  // the client's key share
   size_t ct_bytes;  // the server's key share
@@ -66,11 +70,18 @@ constexpr Group kGroups[] = {
                                           Algorithm::kSecP256r1MlKem768, 192),
     MakeGroup<kernels::SecP384r1MlKem1024>("SecP384r1MLKEM1024", 0x11ED,
                                            Algorithm::kSecP384r1MlKem1024, 256),
+    MakeGroup<kernels::MlKem512>("ML-KEM-512", 0, Algorithm::kMlKem512, 128),
+    MakeGroup<kernels::MlKem768>("ML-KEM-768", 0, Algorithm::kMlKem768, 192),
+    MakeGroup<kernels::MlKem1024>("ML-KEM-1024", 0, Algorithm::kMlKem1024, 256),
 };
 // draft-ietf-tls-ecdhe-mlkem's share sizes, as a check of the registry rows above.
 static_assert(kGroups[0].ek_bytes == 1216 && kGroups[0].ct_bytes == 1120 &&
               kGroups[1].ek_bytes == 1249 && kGroups[1].ct_bytes == 1153 &&
               kGroups[2].ek_bytes == 1665 && kGroups[2].ct_bytes == 1665);
+// And FIPS 203's sizes (Table 3) of the plain sets.
+static_assert(kGroups[3].ek_bytes == 800 && kGroups[3].ct_bytes == 768 &&
+              kGroups[4].ek_bytes == 1184 && kGroups[4].ct_bytes == 1088 &&
+              kGroups[5].ek_bytes == 1568 && kGroups[5].ct_bytes == 1568);
 constexpr size_t kGroupCount = sizeof(kGroups) / sizeof(kGroups[0]);
 
 // ---- Errors ---------------------------------------------------------------------------------
@@ -204,6 +215,35 @@ int KeyMatch(const void* a, const void* b, int selection) {
   return 1;
 }
 
+// What a client's key share (a TLS group) or a peer's encapsulation key (plain ML-KEM) is called
+// in errors.
+const char* PublicWhat(const Group& g) {
+  return g.tls_id != 0 ? "a key share" : "an encapsulation key";
+}
+
+// Makes `data` the key's public key, once it passed the checks.
+int SetPublicKey(KeyObject* key, const void* data, size_t len) {
+  const Group& g = *key->group;
+  if (len != g.ek_bytes) {
+    PQCD_RAISE(key->prov, kBadShare, "%s: %s of %zu bytes, expected %zu", g.name, PublicWhat(g),
+               len, g.ek_bytes);
+    return 0;
+  }
+  // Checked here, not only by the daemon's Encaps: libssl answers a failure to set the client's
+  // share with the illegal_parameter alert that draft-ietf-tls-ecdhe-mlkem asks for (a failed
+  // Encaps would be an internal_error), and a share refused here costs the daemon nothing.
+  if (const absl::Status st = g.check_share(kernels::Bytes(static_cast<const uint8_t*>(data), len));
+      !st.ok()) {
+    const std::string why(st.message());
+    PQCD_RAISE(key->prov, kInvalidShare, "%s", why.c_str());
+    return 0;
+  }
+  // A new public key makes this another key: a private key held before no longer belongs to it.
+  Wipe(key->private_key);
+  key->public_key.assign(static_cast<const char*>(data), len);
+  return 1;
+}
+
 int KeySetParams(void* keydata, const OSSL_PARAM params[]) {
   auto* key = static_cast<KeyObject*>(keydata);
   const OSSL_PARAM* p = OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY);
@@ -215,25 +255,54 @@ int KeySetParams(void* keydata, const OSSL_PARAM params[]) {
   if (!OSSL_PARAM_get_octet_string_ptr(p, &data, &len)) {
     return 0;
   }
-  if (len != key->group->ek_bytes) {
-    PQCD_RAISE(key->prov, kBadShare, "%s: a key share of %zu bytes, expected %zu", key->group->name,
-               len, key->group->ek_bytes);
+  return SetPublicKey(key, data, len);
+}
+
+// Import and export (EVP_PKEY_fromdata, EVP_PKEY_new_raw_public_key_ex,
+// EVP_PKEY_get_raw_public_key): the public key only, as OSSL_PKEY_PARAM_PUB_KEY (the same bytes
+// as the encoded public key). The private key is the daemon's expanded form, kept for this
+// process's own Decaps; it is neither imported nor exported.
+int KeyImport(void* keydata, int selection, const OSSL_PARAM params[]) {
+  auto* key = static_cast<KeyObject*>(keydata);
+  // (EVP_PKEY_new_raw_public_key_ex asks for a key pair with the public key alone.)
+  if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0 &&
+      OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_PRIV_KEY) != nullptr) {
+    PQCD_RAISE(key->prov, kNoKey, "%s: private keys are not imported (the daemon makes them)",
+               key->group->name);
     return 0;
   }
-  // Checked here, not only by the daemon's Encaps: libssl answers a failure to set the client's
-  // share with the illegal_parameter alert that draft-ietf-tls-ecdhe-mlkem asks for (a failed
-  // Encaps would be an internal_error), and a share refused here costs the daemon nothing.
-  if (const absl::Status st =
-          key->group->check_share(kernels::Bytes(static_cast<const uint8_t*>(data), len));
-      !st.ok()) {
-    const std::string why(st.message());
-    PQCD_RAISE(key->prov, kInvalidShare, "%s", why.c_str());
+  if ((selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) == 0) {
+    return 1;  // no domain parameters: the algorithm is the key type
+  }
+  const OSSL_PARAM* p = OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_PUB_KEY);
+  const void* data = nullptr;
+  size_t len = 0;
+  if (p == nullptr || !OSSL_PARAM_get_octet_string_ptr(p, &data, &len)) {
+    PQCD_RAISE(key->prov, kNoKey, "%s: no public key to import", key->group->name);
     return 0;
   }
-  // A new public key makes this another key: a private key held before no longer belongs to it.
-  Wipe(key->private_key);
-  key->public_key.assign(static_cast<const char*>(data), len);
-  return 1;
+  return SetPublicKey(key, data, len);
+}
+
+int KeyExport(void* keydata, int selection, OSSL_CALLBACK* cb, void* cbarg) {
+  auto* key = static_cast<KeyObject*>(keydata);
+  if ((selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) == 0 || key->public_key.empty()) {
+    return 0;
+  }
+  const OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, key->public_key.data(),
+                                        key->public_key.size()),
+      OSSL_PARAM_END,
+  };
+  return cb(params, cbarg);
+}
+
+const OSSL_PARAM* KeyImportExportTypes(int selection) {
+  static const OSSL_PARAM kPublic[] = {
+      OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, nullptr, 0),
+      OSSL_PARAM_END,
+  };
+  return (selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) != 0 ? kPublic : nullptr;
 }
 
 const OSSL_PARAM* KeySettableParams(void*) {
@@ -445,8 +514,8 @@ int Decapsulate(void* vctx, unsigned char* out, size_t* outlen, const unsigned c
     return 0;
   }
   if (inlen != g.ct_bytes) {
-    PQCD_RAISE(ctx->prov, kBadShare, "%s: a server key share of %zu bytes, expected %zu", g.name,
-               inlen, g.ct_bytes);
+    PQCD_RAISE(ctx->prov, kBadShare, "%s: a %s of %zu bytes, expected %zu", g.name,
+               g.tls_id != 0 ? "server key share" : "ciphertext", inlen, g.ct_bytes);
     return 0;
   }
   absl::StatusOr<client::DecapsResult> r = ctx->prov->transport->Decaps(
@@ -481,6 +550,10 @@ const OSSL_DISPATCH kKeymgmtFunctions[] = {
     {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, PQCD_FN(KeyGettableParams)},
     {OSSL_FUNC_KEYMGMT_SET_PARAMS, PQCD_FN(KeySetParams)},
     {OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS, PQCD_FN(KeySettableParams)},
+    {OSSL_FUNC_KEYMGMT_IMPORT, PQCD_FN(KeyImport)},
+    {OSSL_FUNC_KEYMGMT_IMPORT_TYPES, PQCD_FN(KeyImportExportTypes)},
+    {OSSL_FUNC_KEYMGMT_EXPORT, PQCD_FN(KeyExport)},
+    {OSSL_FUNC_KEYMGMT_EXPORT_TYPES, PQCD_FN(KeyImportExportTypes)},
     {OSSL_FUNC_KEYMGMT_GEN_INIT, PQCD_FN(GenInit<G>)},
     {OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS, PQCD_FN(GenSetParams)},
     {OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS, PQCD_FN(GenSettableParams)},
@@ -503,29 +576,25 @@ const OSSL_DISPATCH kKemFunctions[] = {
 
 constexpr const char* kProperties = "provider=pqcd";
 
-const OSSL_ALGORITHM kKeymgmtAlgorithms[] = {
-    {kGroups[0].name, kProperties, kKeymgmtFunctions<0>, "X25519MLKEM768 keys, by pqcd"},
-    {kGroups[1].name, kProperties, kKeymgmtFunctions<1>, "SecP256r1MLKEM768 keys, by pqcd"},
-    {kGroups[2].name, kProperties, kKeymgmtFunctions<2>, "SecP384r1MLKEM1024 keys, by pqcd"},
-    {nullptr, nullptr, nullptr, nullptr},
-};
-
-const OSSL_ALGORITHM kKemAlgorithms[] = {
-    {kGroups[0].name, kProperties, kKemFunctions<0>, "X25519MLKEM768 KEM, by pqcd"},
-    {kGroups[1].name, kProperties, kKemFunctions<1>, "SecP256r1MLKEM768 KEM, by pqcd"},
-    {kGroups[2].name, kProperties, kKemFunctions<2>, "SecP384r1MLKEM1024 KEM, by pqcd"},
-    {nullptr, nullptr, nullptr, nullptr},
-};
-static_assert(kGroupCount == 3, "one KEYMGMT and one KEM row per group");
+// One KEYMGMT and one KEM row per entry of kGroups, in its order.
+template <size_t... G>
+constexpr auto Rows(std::index_sequence<G...>, bool kem) {
+  return std::array<OSSL_ALGORITHM, sizeof...(G) + 1>{
+      OSSL_ALGORITHM{kGroups[G].name, kProperties, kem ? kKemFunctions<G> : kKeymgmtFunctions<G>,
+                     "by the pqcd daemon"}...,
+      OSSL_ALGORITHM{nullptr, nullptr, nullptr, nullptr}};
+}
+constexpr auto kKeymgmtAlgorithms = Rows(std::make_index_sequence<kGroupCount>(), false);
+constexpr auto kKemAlgorithms = Rows(std::make_index_sequence<kGroupCount>(), true);
 
 // ---- The provider ---------------------------------------------------------------------------
 const OSSL_ALGORITHM* QueryOperation(void*, int operation_id, int* no_cache) {
   *no_cache = 0;
   switch (operation_id) {
     case OSSL_OP_KEYMGMT:
-      return kKeymgmtAlgorithms;
+      return kKeymgmtAlgorithms.data();
     case OSSL_OP_KEM:
-      return kKemAlgorithms;
+      return kKemAlgorithms.data();
     default:
       return nullptr;
   }
@@ -536,6 +605,9 @@ int GetCapabilities(void*, const char* capability, OSSL_CALLBACK* cb, void* arg)
     return 0;
   }
   for (const Group& g : kGroups) {
+    if (g.tls_id == 0) {
+      continue;  // plain ML-KEM: no TLS group of OpenSSL 3.0's
+    }
     unsigned int id = g.tls_id;
     unsigned int secbits = g.security_bits;
     unsigned int is_kem = 1;

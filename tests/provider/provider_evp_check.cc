@@ -1,5 +1,6 @@
 // provider_evp_check OPENSSL_CNF: the provider through OpenSSL's EVP interface, as libssl drives
-// it, against the daemon that OPENSSL_CNF names (run by test_provider_tls.py). For each group:
+// it, against the daemon that OPENSSL_CNF names (run by test_provider_tls.py). For each group,
+// and for plain ML-KEM-512/768/1024 (where the peer key is made by EVP_PKEY_new_raw_public_key_ex):
 //  - a client key (EVP_PKEY_keygen: KeyGen), its encoded public key given to a server-side key
 //    object (paramgen + EVP_PKEY_set1_encoded_public_key), EVP_PKEY_encapsulate (Encaps),
 //    EVP_PKEY_decapsulate (Decaps): both secrets equal, the sizes those of docs/hybrids.md;
@@ -32,6 +33,10 @@ constexpr GroupCase kGroups[] = {
     {"X25519MLKEM768", 1216, 1120, 64, 0, 1184, 32},
     {"SecP256r1MLKEM768", 1249, 1153, 64, 65, 0, 65},
     {"SecP384r1MLKEM1024", 1665, 1665, 80, 97, 0, 97},
+    // Plain ML-KEM (EVP only, no TLS group): no curve part.
+    {"ML-KEM-512", 800, 768, 32, 0, 0, 0},
+    {"ML-KEM-768", 1184, 1088, 32, 0, 0, 0},
+    {"ML-KEM-1024", 1568, 1568, 32, 0, 0, 0},
 };
 
 int failures = 0;
@@ -114,8 +119,24 @@ void CheckGroup(OSSL_LIB_CTX* libctx, const GroupCase& g) {
   OPENSSL_free(encoded);
   Check(eklen == g.ek, n + ": key share of " + std::to_string(eklen) + " bytes");
 
-  // Server: Encaps to the share; client: Decaps.
-  EVP_PKEY* peer = PeerKey(libctx, g.name, share);
+  // The public key exported raw (EVP_PKEY_get_raw_public_key) is the encoded one, and imports
+  // (EVP_PKEY_new_raw_public_key_ex, what an EVP caller of plain ML-KEM uses for a peer's key).
+  size_t rawlen = 0;
+  std::vector<unsigned char> raw;
+  bool exported = EVP_PKEY_get_raw_public_key(client, nullptr, &rawlen) > 0;
+  if (exported) {
+    raw.resize(rawlen);
+    exported = EVP_PKEY_get_raw_public_key(client, raw.data(), &rawlen) > 0 && raw == share;
+  }
+  EVP_PKEY* imported =
+      EVP_PKEY_new_raw_public_key_ex(libctx, g.name, nullptr, share.data(), share.size());
+  Check(exported && imported != nullptr,
+        n + ": raw public key export and import " + (imported != nullptr ? "" : Errors()));
+
+  // Server: Encaps to the share; client: Decaps. (The plain sets to the imported key.)
+  EVP_PKEY* peer =
+      g.curve_bytes == 0 && imported != nullptr ? imported : PeerKey(libctx, g.name, share);
+  if (peer != imported) EVP_PKEY_free(imported);
   std::vector<unsigned char> ct, ss;
   const bool encapsulated = peer != nullptr && Encapsulate(libctx, peer, &ct, &ss);
   Check(encapsulated && ct.size() == g.ct && ss.size() == g.ss,
@@ -162,7 +183,9 @@ void CheckGroup(OSSL_LIB_CTX* libctx, const GroupCase& g) {
     std::memcpy(s2.data() + g.curve_offset, point.data(), g.curve_bytes);
     refused.emplace_back(std::move(what), std::move(s2));
   };
-  if (g.curve_bytes == 32) {
+  if (g.curve_bytes == 0) {
+    // plain ML-KEM: no curve part
+  } else if (g.curve_bytes == 32) {
     std::vector<unsigned char> u(32, 0);
     with_curve("X25519 point 0", u);
     u[0] = 1;

@@ -9,7 +9,8 @@ nginx), one the client side (s_client, curl). Steps:
      -groups X25519MLKEM768 (then SecP256r1MLKEM768, SecP384r1MLKEM1024) complete a TLS 1.3
      handshake; the ServerHello's key share is that group (0x11ec; s_client -trace); the server's
      daemon counted one Encaps, the client's one KeyGen and one Decaps of it (/metrics).
-  1b. provider_evp_check: the EVP calls libssl makes, for each group, and the shares the
+  1b. provider_evp_check: the EVP calls libssl makes, for each group and for plain
+     ML-KEM-512/768/1024 (with raw public key import and export), and the shares the
      provider refuses when they are set (their errors on OpenSSL's error queue); once with the
      daemon's Unix socket (all calls over its lane), once with its TCP port and once with the
      Unix socket and pqcd_lane = off (all over gRPC), each way checked in the daemon's metrics.
@@ -260,15 +261,15 @@ def main():
             # the daemon: the provider refuses them when libssl sets them.
             expect_counts(client_daemon, before, {"keygen": 1, "encaps": 1, "decaps": 1},
                           "client's pqcd")
-            # 3 groups x (keygen, encaps, decaps) = 9 calls, all this way.
+            # 3 groups and 3 plain ML-KEM sets x (keygen, encaps, decaps) = 18 calls, all this way.
             try:
-                wait_for(f"9 requests over {transport}",
-                         lambda: by() - by_before == 9 and other() == other_before, timeout=10)
+                wait_for(f"18 requests over {transport}",
+                         lambda: by() - by_before == 18 and other() == other_before, timeout=10)
             except Failure:
                 raise Failure(f"over {transport}: {by() - by_before} requests this way (expected "
-                              f"9), {other() - other_before} the other way (expected 0)")
+                              f"18), {other() - other_before} the other way (expected 0)")
             print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed; "
-                  "the daemon counted them, all 9 calls this way")
+                  "the daemon counted them, all 18 calls this way")
 
         if args.async_check:
             pairs = 8
