@@ -1,7 +1,12 @@
 #include "transport.h"
 
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <condition_variable>
@@ -45,7 +50,9 @@ class DirectLanes {
     // A lane the daemon closed (it restarted, or drains) is replaced once. A KEM request has no
     // effect but its answer, so sending it again is harmless even if the daemon had served it.
     for (int attempt = 0; attempt < 2; ++attempt) {
-      pqcd_lane* lane = Take(deadline);
+      absl::Status down;
+      pqcd_lane* lane = Take(deadline, &down);
+      if (!down.ok()) return absl::StatusOr<T>(down);  // no daemon at all: fail at once
       if (lane == nullptr) return std::nullopt;
       pqcd_lane_request rq = request;
       const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
@@ -79,8 +86,9 @@ class DirectLanes {
 
  private:
   // An idle lane, a new one, or null (none could be opened lately, or every lane stayed busy
-  // until the deadline).
-  pqcd_lane* Take(absl::Time deadline) {
+  // until the deadline). *down: UNAVAILABLE when nothing listens on the daemon's socket at all
+  // (it is stopped: no point in trying gRPC there).
+  pqcd_lane* Take(absl::Time deadline, absl::Status* down) {
     std::unique_lock lock(mu_);
     if (pid_ != getpid()) {
       // Forked: the parent's lanes map the parent's shared memory. They are left alone (not
@@ -105,10 +113,15 @@ class DirectLanes {
         if (rc == 0) pqcd_lane_set_spin_us(lane, spin_us_);
         lock.lock();
         if (rc == 0) return lane;
-        // No lane socket, or the daemon refused: the client's way (gRPC) until a second passes.
         --open_;
-        retry_after_ = absl::Now() + absl::Seconds(1);
         cv_.notify_all();
+        if (absl::Status listening = Listening(); !listening.ok()) {
+          *down = std::move(listening);  // the next call tries again: a restart is seen at once
+          return nullptr;
+        }
+        // The daemon is there but gives no lane (--lanes off, its limits): the client's way
+        // (gRPC) until a second passes.
+        retry_after_ = absl::Now() + absl::Seconds(1);
         return nullptr;
       }
       if (cv_.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout &&
@@ -116,6 +129,24 @@ class DirectLanes {
         return nullptr;
       }
     }
+  }
+
+  // Whether something accepts connections on the daemon's gRPC socket.
+  absl::Status Listening() const {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path_.size() >= sizeof(addr.sun_path)) {
+      return absl::InvalidArgumentError(absl::StrCat("socket path too long: ", path_));
+    }
+    std::memcpy(addr.sun_path, path_.data(), path_.size());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return absl::OkStatus();  // cannot tell: let the client try
+    const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    const int err = errno;
+    ::close(fd);
+    if (rc == 0 || (err != ENOENT && err != ECONNREFUSED)) return absl::OkStatus();
+    return absl::UnavailableError(
+        absl::StrCat("no pqcd daemon listening at unix:", path_, ": ", std::strerror(err)));
   }
 
   void Give(pqcd_lane* lane, bool usable) {
