@@ -694,12 +694,14 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   const char* deadline_ms = nullptr;
   const char* lane = nullptr;
   const char* spin_us = nullptr;
+  const char* fallback = nullptr;
   if (core_get_params != nullptr) {
     OSSL_PARAM request[] = {
         OSSL_PARAM_construct_utf8_ptr("pqcd_address", const_cast<char**>(&address), 0),
         OSSL_PARAM_construct_utf8_ptr("pqcd_deadline_ms", const_cast<char**>(&deadline_ms), 0),
         OSSL_PARAM_construct_utf8_ptr("pqcd_lane", const_cast<char**>(&lane), 0),
         OSSL_PARAM_construct_utf8_ptr("pqcd_lane_spin_us", const_cast<char**>(&spin_us), 0),
+        OSSL_PARAM_construct_utf8_ptr("pqcd_fallback", const_cast<char**>(&fallback), 0),
         OSSL_PARAM_END,
     };
     if (!core_get_params(prov->handle, request)) {
@@ -715,8 +717,21 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   if (const char* env = std::getenv("PQCD_PROVIDER_LANE_SPIN_US"); env != nullptr && *env != '\0') {
     spin_us = env;
   }
+  if (const char* env = std::getenv("PQCD_PROVIDER_FALLBACK"); env != nullptr && *env != '\0') {
+    fallback = env;
+  }
   if (address != nullptr && *address != '\0') {
     config->address = address;
+  }
+  if (fallback != nullptr) {
+    if (OPENSSL_strcasecmp(fallback, "none") == 0) {
+      config->fallback_local = false;
+    } else if (OPENSSL_strcasecmp(fallback, "local") == 0) {
+      config->fallback_local = true;
+    } else {
+      PQCD_RAISE(prov, kBadConfig, "pqcd_fallback=%s: not none or local", fallback);
+      return false;
+    }
   }
   if (spin_us != nullptr) {
     int64_t us = 0;

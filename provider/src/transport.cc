@@ -20,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "local_kem.h"
 #include "pqcd_lane.h"
 
 namespace pqcd::provider {
@@ -349,7 +350,7 @@ bool InAsyncJob() {
 
 }  // namespace
 
-absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
+absl::StatusOr<client::KeyPair> Transport::RemoteKeyGen(client::Algorithm algorithm) {
   if (direct_ != nullptr && !InAsyncJob()) {
     pqcd_lane_request rq{};
     rq.op = PQCD_LANE_KEYGEN;
@@ -376,8 +377,8 @@ absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
       [&] { return (*c)->KeyGen(op, call); });
 }
 
-absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorithm,
-                                                       const std::string& public_key) {
+absl::StatusOr<client::EncapsResult> Transport::RemoteEncaps(client::Algorithm algorithm,
+                                                             const std::string& public_key) {
   if (direct_ != nullptr && !InAsyncJob()) {
     pqcd_lane_request rq{};
     rq.op = PQCD_LANE_ENCAPS;
@@ -403,9 +404,9 @@ absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorit
       [&] { return (*c)->Encaps(op, call); });
 }
 
-absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorithm,
-                                                       const std::string& private_key,
-                                                       const std::string& ciphertext) {
+absl::StatusOr<client::DecapsResult> Transport::RemoteDecaps(client::Algorithm algorithm,
+                                                             const std::string& private_key,
+                                                             const std::string& ciphertext) {
   if (direct_ != nullptr && !InAsyncJob()) {
     // The private key is copied into the lane's slot only, which pqcd_lane_release wipes.
     pqcd_lane_request rq{};
@@ -436,6 +437,42 @@ absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorit
       [&] { return (*c)->Decaps(op, call); });
   OPENSSL_cleanse(op.key.bytes.data(), op.key.bytes.size());
   return result;
+}
+
+namespace {
+
+bool Unreachable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
+absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
+  absl::StatusOr<client::KeyPair> r = RemoteKeyGen(algorithm);
+  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
+    return local::KeyGen(algorithm);
+  }
+  return r;
+}
+
+absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorithm,
+                                                       const std::string& public_key) {
+  absl::StatusOr<client::EncapsResult> r = RemoteEncaps(algorithm, public_key);
+  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
+    return local::Encaps(algorithm, public_key);
+  }
+  return r;
+}
+
+absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorithm,
+                                                       const std::string& private_key,
+                                                       const std::string& ciphertext) {
+  absl::StatusOr<client::DecapsResult> r = RemoteDecaps(algorithm, private_key, ciphertext);
+  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
+    return local::Decaps(algorithm, private_key, ciphertext);
+  }
+  return r;
 }
 
 }  // namespace pqcd::provider

@@ -9,6 +9,7 @@
 //    which uses a lane of its own (driven by its lane thread) where the daemon offers one, else
 //    gRPC. It enforces each call's deadline and reconnects after the daemon stopped or restarted,
 //    so a long-lived nginx worker keeps it.
+//  - With fallback_local, a call the daemon could not be reached for is computed in process.
 #pragma once
 
 #include <sys/types.h>
@@ -32,6 +33,10 @@ struct TransportConfig {
   // pqcd_lane.h): on a host whose cores the daemon shares with the TLS server, spinning only
   // takes time from the daemon.
   int64_t lane_spin_us = 0;
+  // When the daemon cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED): fail the operation (the
+  // default: fail-closed), or compute it in this process with pqcd's kernels (local_kem.h),
+  // which gives up the daemon's key isolation for availability.
+  bool fallback_local = false;
 };
 
 class DirectLanes;
@@ -53,6 +58,13 @@ class Transport {
                                               const std::string& ciphertext);
 
  private:
+  // The daemon's answer (KeyGen etc. add the local fallback).
+  absl::StatusOr<client::KeyPair> RemoteKeyGen(client::Algorithm algorithm);
+  absl::StatusOr<client::EncapsResult> RemoteEncaps(client::Algorithm algorithm,
+                                                    const std::string& public_key);
+  absl::StatusOr<client::DecapsResult> RemoteDecaps(client::Algorithm algorithm,
+                                                    const std::string& private_key,
+                                                    const std::string& ciphertext);
   // The client of this process (made now if there is none, or if it was made before a fork).
   absl::StatusOr<std::shared_ptr<client::Client>> Get();
   // The lanes of blocking calls (null without a lane address).

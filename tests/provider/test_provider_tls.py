@@ -14,6 +14,8 @@ nginx), one the client side (s_client, curl). Steps:
      provider refuses when they are set (their errors on OpenSSL's error queue); once with the
      daemon's Unix socket (all calls over its lane), once with its TCP port and once with the
      Unix socket and pqcd_lane = off (all over gRPC), each way checked in the daemon's metrics.
+     Then with no daemon at the address: with pqcd_fallback = local the same checks pass
+     (computed in process); by default (fail-closed) they fail, naming the missing daemon.
   1c. provider_async_check: 8 handshakes in OpenSSL ASYNC jobs in one thread; the provider pauses
      each job for its daemon call, so several calls are in flight at once.
   2. nginx (one worker, ssl_ecdh_curve with the three groups and X25519) serves a page to
@@ -270,6 +272,31 @@ def main():
                               f"18), {other() - other_before} the other way (expected 0)")
             print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed; "
                   "the daemon counted them, all 18 calls this way")
+
+        step("provider_evp_check with no daemon and pqcd_fallback = local: computed in process")
+        gone = os.path.join(directory, "no-daemon.sock")
+        fallback_cnf = os.path.join(directory, "fallback-openssl.cnf")
+        write_openssl_cnf(fallback_cnf, args.provider, "unix:" + gone, "pqcd_fallback = local\n")
+        env = dict(os.environ)
+        env.pop("OPENSSL_CONF", None)
+        env.pop("PQCD_PROVIDER_ADDRESS", None)
+        r = subprocess.run([args.evp_check, fallback_cnf], capture_output=True, env=env,
+                           timeout=TIMEOUT)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Failure(f"provider_evp_check with the local fallback (rc {r.returncode}):\n"
+                          f"{out}\n{r.stderr.decode(errors='replace')[-3000:]}")
+        print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed "
+              "without a daemon")
+        # The default (fail-closed) with the same missing daemon: every operation fails.
+        closed_cnf = os.path.join(directory, "closed-openssl.cnf")
+        write_openssl_cnf(closed_cnf, args.provider, "unix:" + gone)
+        r = subprocess.run([args.evp_check, closed_cnf], capture_output=True, env=env,
+                           timeout=TIMEOUT)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode == 0 or "no pqcd daemon listening" not in out:
+            raise Failure(f"fail-closed without a daemon: rc {r.returncode}\n{out[-2000:]}")
+        print("   the default (fail-closed): keygen fails, naming the missing daemon")
 
         if args.async_check:
             pairs = 8
