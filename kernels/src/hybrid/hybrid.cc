@@ -113,22 +113,26 @@ absl::Status X25519Shared(Bytes sk, Bytes known_pk, Bytes peer, MutBytes pk_out,
 }
 
 // ---- P-256 / P-384 through OpenSSL's EC_POINT arithmetic --------------------------------------
+// Made once, freed at exit or when the module holding this code is unloaded (the OpenSSL
+// provider is dlclose'd by libcrypto: its memory must not outlive it).
 struct NistGroup {
-  const EC_GROUP* group;
-  std::array<uint8_t, 48> order;  // big-endian, the scalar's length
+  EC_GROUP* group;
+  std::array<uint8_t, 48> order{};  // big-endian, the scalar's length
+
+  NistGroup(int nid, size_t len) : group(EC_GROUP_new_by_curve_name(nid)) {
+    if (group == nullptr || BN_bn2binpad(EC_GROUP_get0_order(group), order.data(),
+                                         static_cast<int>(len)) != static_cast<int>(len)) {
+      std::abort();  // OpenSSL without the NIST curves: nothing here can work
+    }
+  }
+  ~NistGroup() { EC_GROUP_free(group); }
+  NistGroup(const NistGroup&) = delete;
+  NistGroup& operator=(const NistGroup&) = delete;
 };
 
 const NistGroup& Group(Curve c) {
-  auto make = [](int nid, size_t len) {
-    NistGroup g{EC_GROUP_new_by_curve_name(nid), {}};
-    if (g.group == nullptr || BN_bn2binpad(EC_GROUP_get0_order(g.group), g.order.data(),
-                                           static_cast<int>(len)) != static_cast<int>(len)) {
-      std::abort();  // OpenSSL without the NIST curves: nothing here can work
-    }
-    return g;
-  };
-  static const NistGroup p256 = make(NID_X9_62_prime256v1, 32);
-  static const NistGroup p384 = make(NID_secp384r1, 48);
+  static const NistGroup p256(NID_X9_62_prime256v1, 32);
+  static const NistGroup p384(NID_secp384r1, 48);
   return c == Curve::kP256 ? p256 : p384;
 }
 
