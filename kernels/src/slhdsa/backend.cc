@@ -2,6 +2,7 @@
 #include "slhdsa/backend.h"
 
 #include <array>
+#include <cstring>
 
 #include "arch/backends.h"
 #include "slhdsa/sha2.h"
@@ -13,6 +14,53 @@ void portable::Sha256Lanes1(uint32_t* v, const uint8_t* const* blocks) {
 }
 void portable::Sha512Lanes1(uint64_t* v, const uint8_t* const* blocks) {
   Sha512Compress(v, blocks[0]);
+}
+
+namespace {
+void StoreBe32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+// The block ADRSc || n message bytes (left zero) || padding of a one-block F or PRF.
+void LayOut(uint8_t blk[64], const uint8_t* adrsc, size_t n) {
+  std::memset(blk, 0, 64);
+  std::memcpy(blk, adrsc, kAdrscBytes);
+  blk[kAdrscBytes + n] = 0x80;
+  const uint64_t bits = (64 + kAdrscBytes + n) * 8;  // after PK.seed's block
+  StoreBe32(blk + 56, static_cast<uint32_t>(bits >> 32));
+  StoreBe32(blk + 60, static_cast<uint32_t>(bits));
+}
+}  // namespace
+
+void portable::Sha256Chains(const Sha256ChainsArgs& a) {
+  void (*compress)(uint32_t*, const uint8_t*) =
+      a.compress != nullptr ? a.compress : &Sha256CompressPortable;
+  const size_t n = a.n;
+  uint8_t blk[64];
+  uint32_t h[8];
+  for (size_t i = 0; i < a.count; ++i) {
+    uint8_t* value = a.values[i];
+    if (a.prf_adrsc != nullptr) {
+      LayOut(blk, a.prf_adrsc + i * kAdrscBytes, n);
+      std::memcpy(blk + kAdrscBytes, a.sk_seed, n);
+      std::memcpy(h, a.chain, sizeof(h));
+      compress(h, blk);
+      for (size_t w = 0; w < n / 4; ++w) StoreBe32(value + 4 * w, h[w]);
+    }
+    // The address is written once per chain; each step changes its hash address and message.
+    LayOut(blk, a.adrsc + i * kAdrscBytes, n);
+    for (uint32_t t = 0; t < a.steps[i]; ++t) {  // chain lengths are public
+      StoreBe32(blk + kAdrscBytes - 4, a.start[i] + t);
+      std::memcpy(blk + kAdrscBytes, value, n);
+      std::memcpy(h, a.chain, sizeof(h));
+      compress(h, blk);
+      for (size_t w = 0; w < n / 4; ++w) StoreBe32(value + 4 * w, h[w]);
+    }
+  }
+  SecureZero(blk, sizeof(blk));  // SK.seed and secret chain values
+  SecureZero(h, sizeof(h));
 }
 
 constinit const Backend kPortable{};

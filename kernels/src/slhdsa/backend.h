@@ -17,7 +17,34 @@ enum class Isa : uint8_t;  // pqcd/kernels/isa.h
 
 namespace pqcd::kernels::slhdsa {
 
+// ADRSc (FIPS 205 §11.2): the 22-byte compressed address of the SHA2 sets.
+inline constexpr size_t kAdrscBytes = 22;
+
+// A batch of SHA-256 tweakable-hash chains (FIPS 205 §11.2: F, and optionally the PRF that makes
+// each chain's first value): the WOTS+ chains of Alg. 5 and, with one step, the FORS leaves of
+// Alg. 14-15. Chain i runs steps[i] steps of F; step t hashes ADRSc(adrsc[i] with hash address
+// start[i] + t) || value || padding in one compression from `chain`. With prf_adrsc, the value
+// chain i starts from is PRF = the compression of prf_adrsc[i] || sk_seed || padding (the hash
+// address of prf_adrsc is taken as given), not values[i]'s input. Every count, start and step is
+// public (chain lengths of the signed message); the values and sk_seed are secret.
+struct Sha256ChainsArgs {
+  const uint32_t* chain = nullptr;  // the 8 chaining words after PK.seed || 0^(64-n)
+  // The one-block compression of the portable implementation (null: the portable one); the lane
+  // implementations ignore it.
+  void (*compress)(uint32_t* h, const uint8_t* block) = nullptr;
+  size_t n = 16;                       // 16, 24 or 32
+  size_t count = 0;                    // chains, any number
+  const uint8_t* adrsc = nullptr;      // count × kAdrscBytes: F's address (hash address unused)
+  const uint32_t* start = nullptr;     // count: the hash address of the first step
+  const uint32_t* steps = nullptr;     // count: steps, 0 allowed (a chain is then left as is)
+  const uint8_t* prf_adrsc = nullptr;  // null, or count × kAdrscBytes
+  const uint8_t* sk_seed = nullptr;    // n bytes, read with prf_adrsc
+  uint8_t* const* values = nullptr;    // count: n bytes each, the value in (unless prf) and out
+};
+
 namespace portable {
+// sha256_chains, one chain at a time on args.compress.
+void Sha256Chains(const Sha256ChainsArgs& args);
 // sha256_lanes for lanes = 1: Sha256CompressPortable(v, blocks[0]).
 void Sha256Lanes1(uint32_t* v, const uint8_t* const* blocks);
 // sha512_lanes for lanes = 1: Sha512Compress(v, blocks[0]).
@@ -32,6 +59,14 @@ struct Backend {
   // lane j's 64-byte block (every one readable; an idle lane gets a dummy block). Constant time.
   void (*sha256_compress_lanes)(uint32_t* v,
                                 const uint8_t* const* blocks) = &portable::Sha256Lanes1;
+  // Chains whose values stay in the lanes across their steps (1: the portable one at a time). A
+  // backend names its own where its SHA-256 lanes are the chosen path (sha2.h, kLanes): each
+  // step's block is then built from the lanes' chaining words in registers and the digests are
+  // written out once per chain, not once per step. Constant time: every lane runs every step of
+  // its group, a lane whose chain is done keeps its value through a mask made of the public
+  // steps.
+  uint8_t sha256_chain_lanes = 1;
+  void (*sha256_chains)(const Sha256ChainsArgs& args) = &portable::Sha256Chains;
   // Lanes of sha512_compress_lanes: 1, or 8 (AVX-512); at most 8 (thash.cc).
   uint8_t sha512_lanes = 1;
   // One SHA-512 compression (FIPS 180-4 §6.4.2) in each lane, laid out as sha256_compress_lanes

@@ -5,7 +5,8 @@
 // Trees are computed whole, never node by node as Alg. 9 and 15 recurse: the leaves of a tree
 // in chunks of up to 64, each chunk reduced to its root level by level, every level one batched
 // call of H. The 2n+3 chains of a WOTS+ key pair, the leaves of a FORS tree and the nodes of a
-// level are independent calls, which thash.cc runs side by side on multi-lane Keccak.
+// level are independent calls, which thash.cc runs side by side on multi-lane Keccak or SHA-2 lanes
+// (a chain's steps one after another in the same lane: Hashes::Chains).
 #include "pqcd/kernels/slhdsa.h"
 
 #include <algorithm>
@@ -51,47 +52,26 @@ void WotsDigits(const SlhDsaParams& p, const uint8_t* m, uint32_t* msg) {
   Base2b(c, 4, kLen2, msg + len1);
 }
 
-// Runs chain i from start[i] for steps[i] steps (Alg. 5), all chains of one key pair side by
-// side: values holds the len chain values, n bytes each, updated in place. adrs has the key pair's
-// layer, tree, type WOTS_HASH and key pair address.
+// The chains of one key pair (Alg. 5): chain i from start[i] for steps[i] steps, all side by
+// side; values holds the len chain values, n bytes each, updated in place, or made by PRF first
+// (Alg. 6/7: a WOTS_PRF address) when with_prf. adrs has the key pair's layer, tree, type
+// WOTS_HASH and key pair address.
 void Chains(const Hashes& hs, const Adrs& adrs, uint8_t* values, const uint32_t* start,
-            const uint32_t* steps) {
-  const SlhDsaParams& p = hs.params();
-  const int len = p.len();
-  const size_t n = static_cast<size_t>(p.n);
-  uint32_t most = 0;
-  for (int i = 0; i < len; ++i) most = std::max(most, steps[i]);
-  Adrs a[kMaxLen];
-  const uint8_t* in[kMaxLen];
-  uint8_t* out[kMaxLen];
-  for (uint32_t t = 0; t < most; ++t) {
-    size_t count = 0;
-    for (int i = 0; i < len; ++i) {
-      if (steps[i] <= t) continue;
-      a[count] = adrs;
-      a[count].SetChain(static_cast<uint32_t>(i));
-      a[count].SetHash(start[i] + t);
-      in[count] = out[count] = values + static_cast<size_t>(i) * n;
-      ++count;
-    }
-    hs.F(a, in, out, count);
-  }
-}
-
-// The WOTS+ secret values of a key pair (Alg. 6/7: PRF with a WOTS_PRF address).
-void WotsSecrets(const Hashes& hs, const Adrs& adrs, uint8_t* values) {
+            const uint32_t* steps, bool with_prf) {
   const SlhDsaParams& p = hs.params();
   const size_t n = static_cast<size_t>(p.n);
-  Adrs a[kMaxLen];
-  uint8_t* out[kMaxLen];
+  Adrs a[kMaxLen], prf[kMaxLen];
+  uint8_t* io[kMaxLen];
   for (int i = 0; i < p.len(); ++i) {
     a[i] = adrs;
-    a[i].SetTypeAndClear(kWotsPrf);
-    a[i].SetKeyPair(adrs.KeyPair());
     a[i].SetChain(static_cast<uint32_t>(i));
-    out[i] = values + static_cast<size_t>(i) * n;
+    prf[i] = adrs;
+    prf[i].SetTypeAndClear(kWotsPrf);
+    prf[i].SetKeyPair(adrs.KeyPair());
+    prf[i].SetChain(static_cast<uint32_t>(i));
+    io[i] = values + static_cast<size_t>(i) * n;
   }
-  hs.Prf(a, out, static_cast<size_t>(p.len()));
+  hs.Chains(a, start, steps, with_prf ? prf : nullptr, io, static_cast<size_t>(p.len()));
 }
 
 // Compresses the chain ends into the WOTS+ public key (T_len with a WOTS_PK address).
@@ -105,8 +85,8 @@ void WotsCompress(const Hashes& hs, const Adrs& adrs, const uint8_t* ends, uint8
 
 // Alg. 6 for the key pairs first..first+count-1 of one XMSS tree (base: its layer and tree,
 // type WOTS_HASH), their public keys to out (n bytes each). The chains of kGroup key pairs run
-// side by side, so every batched PRF and F call fills the hash lanes (35 chains of one key pair
-// leave a third of sixteen SHA-256 lanes idle in the last call of each step).
+// side by side, so the hash lanes are filled (35 chains of one key pair would leave a third of
+// sixteen SHA-256 lanes idle in their last group).
 void WotsPkGenMany(const Hashes& hs, const Adrs& base, uint32_t first, uint32_t count,
                    uint8_t* out) {
   const SlhDsaParams& p = hs.params();
@@ -115,33 +95,28 @@ void WotsPkGenMany(const Hashes& hs, const Adrs& base, uint32_t first, uint32_t 
   constexpr uint32_t kGroup = 8;
   constexpr size_t kItems = kGroup * kMaxLen;
   uint8_t values[kItems * kMaxN];
-  Adrs a[kItems];
-  const uint8_t* in[kItems];
+  Adrs a[kItems], prf[kItems];
   uint8_t* io[kItems];
+  uint32_t start[kItems] = {}, steps[kItems];
+  std::fill(steps, steps + kItems, uint32_t{kW - 1});
   for (uint32_t g = 0; g < count; g += kGroup) {
     const uint32_t pairs = std::min(kGroup, count - g);
     const size_t items = pairs * len;
     for (uint32_t j = 0; j < pairs; ++j) {
       for (size_t i = 0; i < len; ++i) {
         const size_t k = j * len + i;
+        prf[k] = base;
+        prf[k].SetTypeAndClear(kWotsPrf);
+        prf[k].SetKeyPair(first + g + j);
+        prf[k].SetChain(static_cast<uint32_t>(i));
         a[k] = base;
-        a[k].SetTypeAndClear(kWotsPrf);
         a[k].SetKeyPair(first + g + j);
         a[k].SetChain(static_cast<uint32_t>(i));
         io[k] = values + k * n;
-        in[k] = io[k];
       }
     }
-    hs.Prf(a, io, items);
-    for (size_t k = 0; k < items; ++k) {
-      a[k] = base;
-      a[k].SetKeyPair(first + g + static_cast<uint32_t>(k / len));
-      a[k].SetChain(static_cast<uint32_t>(k % len));
-    }
-    for (uint32_t t = 0; t + 1 < kW; ++t) {
-      for (size_t k = 0; k < items; ++k) a[k].SetHash(t);
-      hs.F(a, in, io, items);
-    }
+    // Each chain from its PRF value through all w - 1 steps.
+    hs.Chains(a, start, steps, prf, io, items);
     for (uint32_t j = 0; j < pairs; ++j) {
       Adrs pk = base;
       pk.SetKeyPair(first + g + j);
@@ -155,8 +130,7 @@ void WotsPkGenMany(const Hashes& hs, const Adrs& base, uint32_t first, uint32_t 
 void WotsSign(const Hashes& hs, const Adrs& adrs, const uint8_t* m, uint8_t* sig) {
   uint32_t msg[kMaxLen], start[kMaxLen] = {};
   WotsDigits(hs.params(), m, msg);
-  WotsSecrets(hs, adrs, sig);
-  Chains(hs, adrs, sig, start, msg);
+  Chains(hs, adrs, sig, start, msg, /*with_prf=*/true);
 }
 
 // Alg. 8 wots_pkFromSig.
@@ -168,7 +142,7 @@ void WotsPkFromSig(const Hashes& hs, const Adrs& adrs, const uint8_t* sig, const
   for (int i = 0; i < p.len(); ++i) steps[i] = kW - 1 - msg[i];
   uint8_t values[kMaxLen * kMaxN];
   std::memcpy(values, sig, static_cast<size_t>(p.len()) * static_cast<size_t>(p.n));
-  Chains(hs, adrs, values, msg, steps);
+  Chains(hs, adrs, values, msg, steps, /*with_prf=*/false);
   WotsCompress(hs, adrs, values, pk);
 }
 
@@ -341,27 +315,25 @@ bool HtVerify(const Hashes& hs, const uint8_t* m, const uint8_t* sig, uint64_t i
 void ForsLeaves(const Hashes& hs, const Adrs& adrs, uint32_t global_first, uint32_t count,
                 uint8_t* out) {
   const size_t n = static_cast<size_t>(hs.params().n);
-  constexpr uint32_t kBatch = 40;  // a multiple of the 5 or 8 Keccak states per call
-  Adrs a[kBatch];
+  constexpr uint32_t kBatch = 80;  // a multiple of the 5 or 8 Keccak states, 16 SHA-256 lanes
+  Adrs a[kBatch], prf[kBatch];
   uint8_t* outs[kBatch];
-  const uint8_t* ins[kBatch];
+  uint32_t index[kBatch], steps[kBatch];
+  std::fill(steps, steps + kBatch, uint32_t{1});
   for (uint32_t b = 0; b < count; b += kBatch) {
     const uint32_t m = std::min(kBatch, count - b);
     for (uint32_t i = 0; i < m; ++i) {
-      a[i] = adrs;
-      a[i].SetTypeAndClear(kForsPrf);
-      a[i].SetKeyPair(adrs.KeyPair());
-      a[i].SetTreeIndex(global_first + b + i);
-      outs[i] = out + static_cast<size_t>(b + i) * n;
-      ins[i] = outs[i];
-    }
-    hs.Prf(a, outs, m);
-    for (uint32_t i = 0; i < m; ++i) {
+      index[i] = global_first + b + i;
+      prf[i] = adrs;
+      prf[i].SetTypeAndClear(kForsPrf);
+      prf[i].SetKeyPair(adrs.KeyPair());
+      prf[i].SetTreeIndex(index[i]);
       a[i] = adrs;
       a[i].SetTreeHeight(0);
-      a[i].SetTreeIndex(global_first + b + i);
+      outs[i] = out + static_cast<size_t>(b + i) * n;
     }
-    hs.F(a, ins, outs, m);
+    // A leaf is a chain of one step from its secret value: F with the leaf's tree index.
+    hs.Chains(a, index, steps, prf, outs, m);
   }
 }
 

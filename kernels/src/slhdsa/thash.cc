@@ -14,7 +14,6 @@ namespace pqcd::kernels::slhdsa {
 namespace {
 
 constexpr size_t kShake256Rate = 136;
-constexpr size_t kAdrscBytes = 22;
 // Keccak states per permutation call for the one-block SHAKE hashes: eight where the backend
 // permutes eight at once (AVX-512), else five (AVX2 fuses four vector states with one scalar
 // state, keccak_multi.h; 35 WOTS+ chains of the n = 16 sets are seven such groups).
@@ -160,6 +159,17 @@ Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_
     sha512_lanes_fn_ = ActiveBackend().sha512_compress_lanes;
     sha512_lanes_ = ActiveBackend().sha512_lanes;
   }
+  if (!p.shake) {
+    // Chains keep their values in the backend's lanes where it has chain lanes of its own; one
+    // chain at a time on the single-block compression where that is the path; step by step on
+    // lanes without chains (sha256_compress_lanes, every step's blocks laid out).
+    if (ChosenSha256Path() != Sha256Path::kLanes) {
+      sha256_chains_fn_ = &portable::Sha256Chains;
+    } else if (ActiveBackend().sha256_chain_lanes > 1) {
+      sha256_chains_fn_ = ActiveBackend().sha256_chains;
+      sha256_chain_lanes_ = ActiveBackend().sha256_chain_lanes;
+    }
+  }
   if (p.shake) {
     for (int l = 0; l < p.n / 8; ++l) pk_seed_lanes_[l] = Load64Le(pk_seed + 8 * l);
     return;
@@ -293,6 +303,77 @@ void Hashes::Prf(const Adrs* adrs, uint8_t* const* out, size_t count) const {
     const size_t m = std::min<size_t>(64, count - base);
     std::fill(seeds, seeds + m, sk_seed_);
     OneBlock(false, adrs + base, seeds, static_cast<size_t>(p_.n), out + base, m);
+  }
+}
+
+void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* steps, const Adrs* prf,
+                    uint8_t* const* values, size_t count) const {
+  if (sha256_chains_fn_ == nullptr) {
+    ChainsByStep(adrs, start, steps, prf, values, count);
+    return;
+  }
+  // Slabs of 80 chains: 67 (the WOTS+ chains of n = 32) fit one, and a multiple of 16 lanes.
+  constexpr size_t kSlab = 80;
+  uint8_t adrsc[kSlab * kAdrscBytes];
+  uint8_t prf_adrsc[kSlab * kAdrscBytes];
+  uint32_t slab_start[kSlab], slab_steps[kSlab];
+  uint8_t* slab_values[kSlab];
+  uint8_t order[kSlab];
+  Sha256ChainsArgs args;
+  args.chain = sha256_chain_;
+  args.compress = compress256_;
+  args.n = static_cast<size_t>(p_.n);
+  args.adrsc = adrsc;
+  args.start = slab_start;
+  args.steps = slab_steps;
+  args.prf_adrsc = prf != nullptr ? prf_adrsc : nullptr;
+  args.sk_seed = sk_seed_;
+  args.values = slab_values;
+  for (size_t base = 0; base < count; base += kSlab) {
+    const size_t m = std::min(kSlab, count - base);
+    for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint8_t>(k);
+    if (sha256_chain_lanes_ > 1) {
+      // Chains of about the same length share a group of lanes, whose steps are its longest
+      // chain's: the chains in order of their steps, most first (public values).
+      std::stable_sort(order, order + m,
+                       [&](uint8_t x, uint8_t y) { return steps[base + x] > steps[base + y]; });
+    }
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = base + order[k];
+      Compress(adrs[i], adrsc + k * kAdrscBytes);
+      if (prf != nullptr) Compress(prf[i], prf_adrsc + k * kAdrscBytes);
+      slab_start[k] = start[i];
+      slab_steps[k] = steps[i];
+      slab_values[k] = values[i];
+    }
+    args.count = m;
+    sha256_chains_fn_(args);
+  }
+}
+
+void Hashes::ChainsByStep(const Adrs* adrs, const uint32_t* start, const uint32_t* steps,
+                          const Adrs* prf, uint8_t* const* values, size_t count) const {
+  if (prf != nullptr) Prf(prf, values, count);
+  uint32_t most = 0;
+  for (size_t i = 0; i < count; ++i) most = std::max(most, steps[i]);
+  // Batches of F: a multiple of the 5, 8 or 16 calls per compression or permutation.
+  constexpr size_t kBatch = 320;
+  Adrs a[kBatch];
+  const uint8_t* in[kBatch];
+  uint8_t* out[kBatch];
+  for (uint32_t t = 0; t < most; ++t) {
+    size_t c = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (steps[i] <= t) continue;  // public
+      a[c] = adrs[i];
+      a[c].SetHash(start[i] + t);
+      in[c] = out[c] = values[i];
+      if (++c == kBatch) {
+        F(a, in, out, c);
+        c = 0;
+      }
+    }
+    if (c > 0) F(a, in, out, c);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "pqcd/kernels/common.h"
 #include "pqcd/kernels/slhdsa.h"
+#include "slhdsa/backend.h"
 
 namespace pqcd::kernels::slhdsa {
 
@@ -86,6 +87,14 @@ class Hashes {
   void H(const Adrs* adrs, const uint8_t* const* in, uint8_t* const* out, size_t count) const;
   // PRF(PK.seed, SK.seed, ADRS).
   void Prf(const Adrs* adrs, uint8_t* const* out, size_t count) const;
+  // count chains of F (WOTS+ chains, Alg. 5; a FORS leaf is a chain of one step): chain i runs
+  // steps[i] steps with the address adrs[i] whose hash address is start[i], start[i] + 1, ...,
+  // on values[i] (n bytes, in place). With prf (not null), chain i first sets values[i] to
+  // PRF(PK.seed, SK.seed, prf[i]). start and steps are public. On the SHA2 sets the chains run on
+  // the backend's sha256_chains (slhdsa/backend.h) where it has lanes of its own or the path is
+  // one block at a time, else step by step in batched F.
+  void Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* steps, const Adrs* prf,
+              uint8_t* const* values, size_t count) const;
   // T_l(PK.seed, ADRS, M), M l*n bytes.
   void T(const Adrs& adrs, const uint8_t* in, size_t in_len, uint8_t* out) const;
 
@@ -97,6 +106,10 @@ class Hashes {
   void OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, size_t data_len,
                 uint8_t* const* out, size_t count) const;
 
+  // Chains one step at a time in batched Prf and F (SHAKE sets; SHA-256 lanes without chains).
+  void ChainsByStep(const Adrs* adrs, const uint32_t* start, const uint32_t* steps, const Adrs* prf,
+                    uint8_t* const* values, size_t count) const;
+
   const SlhDsaParams& p_;
   const uint8_t* pk_seed_;
   const uint8_t* sk_seed_;
@@ -107,6 +120,9 @@ class Hashes {
   // The backend's SHA-512 lanes where it has more than one (and the path is not portable).
   void (*sha512_lanes_fn_)(uint64_t*, const uint8_t* const*) = nullptr;
   size_t sha512_lanes_ = 1;
+  // The chains hook (SHA2 sets), with its lanes; null where chains run step by step.
+  void (*sha256_chains_fn_)(const Sha256ChainsArgs&) = nullptr;
+  size_t sha256_chain_lanes_ = 1;
   size_t group_lanes_;
   uint64_t pk_seed_lanes_[kMaxN / 8] = {};  // SHAKE: PK.seed as Keccak lanes
   uint32_t sha256_chain_[8] = {};

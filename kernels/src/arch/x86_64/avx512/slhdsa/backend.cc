@@ -5,6 +5,7 @@
 // instructions of the AVX2 one.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "slhdsa/backend.h"
@@ -31,23 +32,13 @@ __attribute__((always_inline)) inline __m512i Add(__m512i a, __m512i b) {
   return _mm512_add_epi32(a, b);
 }
 
-void Sha256CompressX16Avx512(uint32_t* v, const uint8_t* const* blocks) {
-  // The sixteen blocks' words transposed: m[t][j] is word t (big-endian) of lane j.
-  alignas(64) uint32_t m[16][16];
-  for (int j = 0; j < 16; ++j) {
-    for (int t = 0; t < 16; ++t) {
-      uint32_t w;
-      std::memcpy(&w, blocks[j] + 4 * t, 4);
-      m[t][j] = __builtin_bswap32(w);
-    }
-  }
-  __m512i w[16];
-  for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
-  __m512i s[8];
-  for (int i = 0; i < 8; ++i) s[i] = _mm512_loadu_si512(v + 16 * i);
+// SHA-256 rounds kFrom..kTo-1 on the state s (a..h, updated) with the message words of w, a ring
+// of sixteen: W_t for t >= 16 replaces W_(t-16) as it is made, so rounds 0..15 read w as given.
+template <int kFrom, int kTo>
+__attribute__((always_inline)) inline void Rounds(__m512i s[8], __m512i w[16]) {
   __m512i a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
-  for (int t = 0; t < 64; ++t) {
-    // The message schedule in a ring of 16: W_t for t >= 16 replaces W_(t-16).
+#pragma GCC unroll 64
+  for (int t = kFrom; t < kTo; ++t) {
     if (t >= 16) {
       const __m512i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
       const __m512i s0 = Xor3(Ror<7>(w15), Ror<18>(w15), _mm512_srli_epi32(w15, 3));
@@ -69,12 +60,152 @@ void Sha256CompressX16Avx512(uint32_t* v, const uint8_t* const* blocks) {
     b = a;
     a = Add(t1, Add(big_s0, maj));
   }
-  const __m512i out[8] = {a, b, c, d, e, f, g, h};
-  for (int i = 0; i < 8; ++i) _mm512_storeu_si512(v + 16 * i, Add(s[i], out[i]));
+  s[0] = a;
+  s[1] = b;
+  s[2] = c;
+  s[3] = d;
+  s[4] = e;
+  s[5] = f;
+  s[6] = g;
+  s[7] = h;
+}
+
+uint32_t LoadBe32(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return __builtin_bswap32(w);
+}
+void StoreBe32(uint8_t* p, uint32_t v) {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+
+void Sha256CompressX16Avx512(uint32_t* v, const uint8_t* const* blocks) {
+  // The sixteen blocks' words transposed: m[t][j] is word t (big-endian) of lane j.
+  alignas(64) uint32_t m[16][16];
+  for (int j = 0; j < 16; ++j) {
+    for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blocks[j] + 4 * t);
+  }
+  __m512i w[16];
+  for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
+  __m512i s[8], x[8];
+  for (int i = 0; i < 8; ++i) x[i] = s[i] = _mm512_loadu_si512(v + 16 * i);
+  Rounds<0, 64>(x, w);
+  for (int i = 0; i < 8; ++i) _mm512_storeu_si512(v + 16 * i, Add(s[i], x[i]));
   // The blocks hold secret seeds (PRF): no copy of them stays behind.
-  for (__m512i& x : w) x = _mm512_setzero_si512();
+  for (__m512i& y : w) y = _mm512_setzero_si512();
   std::memset(m, 0, sizeof(m));
   asm volatile("" : : "r"(m) : "memory");
+}
+
+// slhdsa::Backend::sha256_chains on sixteen lanes, kWords = n / 4 chaining words per value.
+// Each group of sixteen chains keeps its values as words of the lanes (D[i], word i of every
+// lane's value) from its first step to its last. A step's block is ADRSc || value || padding:
+// words 0..3 and the top half of word 4 are the lane's address without its hash address (fixed
+// for the group), then the hash address, then the value two bytes off the word boundary (22 =
+// 4 * 5 + 2), so block word 5 + i is the low half of D[i - 1] over the high half of D[i]. Rounds
+// 0..3 read only the fixed words and start from the fixed chaining value: they run once per group.
+template <int kWords>
+void ChainsX16(const Sha256ChainsArgs& args) {
+  constexpr size_t n = 4 * kWords;
+  __m512i iv[8];
+  for (int i = 0; i < 8; ++i) iv[i] = _mm512_set1_epi32(static_cast<int>(args.chain[i]));
+  const __m512i pad = _mm512_set1_epi32(0x8000);  // 0x80 after the value, at byte 22 + n
+  const __m512i bits = _mm512_set1_epi32(static_cast<int>((64 + kAdrscBytes + n) * 8));
+  alignas(64) uint32_t m[16][16];
+  alignas(64) uint32_t start[16], steps[16];
+  __m512i w[16];
+  __m512i d[kWords];
+  for (size_t base = 0; base < args.count; base += 16) {
+    const size_t live = std::min<size_t>(16, args.count - base);
+    // Idle lanes: no steps, zero words; their results are never written out.
+    std::memset(m, 0, sizeof(m));
+    std::memset(start, 0, sizeof(start));
+    std::memset(steps, 0, sizeof(steps));
+    uint32_t most = 0;
+    for (size_t j = 0; j < live; ++j) {
+      const uint8_t* ad = args.adrsc + (base + j) * kAdrscBytes;
+      for (int t = 0; t < 4; ++t) m[t][j] = LoadBe32(ad + 4 * t);
+      m[4][j] = (uint32_t{ad[16]} << 24) | (uint32_t{ad[17]} << 16);
+      start[j] = args.start[base + j];
+      steps[j] = args.steps[base + j];
+      most = std::max(most, steps[j]);  // public
+    }
+    __m512i fixed[5];
+    for (int t = 0; t < 5; ++t) fixed[t] = _mm512_load_si512(m[t]);
+    if (args.prf_adrsc != nullptr) {
+      // PRF: prf_adrsc || SK.seed || padding, one compression per lane from the blocks' words.
+      for (size_t j = 0; j < live; ++j) {
+        alignas(16) uint8_t blk[64] = {};
+        std::memcpy(blk, args.prf_adrsc + (base + j) * kAdrscBytes, kAdrscBytes);
+        std::memcpy(blk + kAdrscBytes, args.sk_seed, n);
+        for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blk + 4 * t);
+        std::memset(blk, 0, sizeof(blk));
+        asm volatile("" : : "r"(blk) : "memory");
+      }
+      for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
+      w[5 + kWords] = _mm512_or_si512(w[5 + kWords], pad);
+      w[15] = bits;
+      __m512i x[8];
+      for (int i = 0; i < 8; ++i) x[i] = iv[i];
+      Rounds<0, 64>(x, w);
+      for (int i = 0; i < kWords; ++i) d[i] = Add(iv[i], x[i]);
+    } else {
+      for (size_t j = 0; j < live; ++j) {
+        for (int i = 0; i < kWords; ++i) m[i][j] = LoadBe32(args.values[base + j] + 4 * i);
+      }
+      for (int i = 0; i < kWords; ++i) d[i] = _mm512_load_si512(m[i]);
+    }
+    std::memset(m, 0, sizeof(m));
+    asm volatile("" : : "r"(m) : "memory");
+    // Rounds 0..3 of every step of the group.
+    __m512i mid[8];
+    for (int i = 0; i < 8; ++i) mid[i] = iv[i];
+    for (int t = 0; t < 4; ++t) w[t] = fixed[t];
+    Rounds<0, 4>(mid, w);
+    const __m512i steps_v = _mm512_load_si512(steps);
+    __m512i hash = _mm512_load_si512(start);
+    for (uint32_t t = 0; t < most; ++t) {
+      // Lanes whose chain has steps left (a public mask).
+      const __mmask16 live_mask =
+          _mm512_cmpgt_epu32_mask(steps_v, _mm512_set1_epi32(static_cast<int>(t)));
+      for (int i = 0; i < 4; ++i) w[i] = fixed[i];
+      w[4] = _mm512_or_si512(fixed[4], _mm512_srli_epi32(hash, 16));
+      w[5] = _mm512_or_si512(_mm512_slli_epi32(hash, 16), _mm512_srli_epi32(d[0], 16));
+      for (int i = 1; i < kWords; ++i) {
+        w[5 + i] = _mm512_or_si512(_mm512_slli_epi32(d[i - 1], 16), _mm512_srli_epi32(d[i], 16));
+      }
+      w[5 + kWords] = _mm512_or_si512(_mm512_slli_epi32(d[kWords - 1], 16), pad);
+      for (int i = 6 + kWords; i < 15; ++i) w[i] = _mm512_setzero_si512();
+      w[15] = bits;
+      __m512i x[8];
+      for (int i = 0; i < 8; ++i) x[i] = mid[i];
+      Rounds<4, 64>(x, w);
+      for (int i = 0; i < kWords; ++i)
+        d[i] = _mm512_mask_mov_epi32(d[i], live_mask, Add(iv[i], x[i]));
+      hash = Add(hash, _mm512_set1_epi32(1));
+    }
+    for (int i = 0; i < kWords; ++i) _mm512_store_si512(m[i], d[i]);
+    for (size_t j = 0; j < live; ++j) {
+      for (int i = 0; i < kWords; ++i) StoreBe32(args.values[base + j] + 4 * i, m[i][j]);
+    }
+  }
+  // The chain values and the PRF blocks are secret: no copy of them stays behind.
+  for (__m512i& y : w) y = _mm512_setzero_si512();
+  for (__m512i& y : d) y = _mm512_setzero_si512();
+  std::memset(m, 0, sizeof(m));
+  asm volatile("" : : "r"(m) : "memory");
+}
+
+void Sha256ChainsX16Avx512(const Sha256ChainsArgs& args) {
+  switch (args.n) {
+    case 16:
+      return ChainsX16<4>(args);
+    case 24:
+      return ChainsX16<6>(args);
+    default:
+      return ChainsX16<8>(args);
+  }
 }
 
 template <int R>
@@ -138,6 +269,8 @@ extern const Backend kAvx512;
 constinit const Backend kAvx512{
     .sha256_lanes = 16,
     .sha256_compress_lanes = &Sha256CompressX16Avx512,
+    .sha256_chain_lanes = 16,
+    .sha256_chains = &Sha256ChainsX16Avx512,
     .sha512_lanes = 8,
     .sha512_compress_lanes = &Sha512CompressX8Avx512,
 };
