@@ -117,11 +117,18 @@ void WotsPkGenMany(const Hashes& hs, const Adrs& base, uint32_t first, uint32_t 
     }
     // Each chain from its PRF value through all w - 1 steps.
     hs.Chains(a, start, steps, prf, io, items);
+    // The public keys: T_len of each pair's chain ends (WOTS_PK addresses), side by side.
+    Adrs pk[kGroup];
+    const uint8_t* ends[kGroup];
+    uint8_t* pks[kGroup];
     for (uint32_t j = 0; j < pairs; ++j) {
-      Adrs pk = base;
-      pk.SetKeyPair(first + g + j);
-      WotsCompress(hs, pk, values + j * len * n, out + static_cast<size_t>(g + j) * n);
+      pk[j] = base;
+      pk[j].SetTypeAndClear(kWotsPk);
+      pk[j].SetKeyPair(first + g + j);
+      ends[j] = values + j * len * n;
+      pks[j] = out + static_cast<size_t>(g + j) * n;
     }
+    hs.TMany(pk, ends, len * n, pks, pairs);
   }
   SecureZero(values, sizeof(values));
 }

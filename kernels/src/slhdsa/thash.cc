@@ -403,6 +403,50 @@ void Hashes::T(const Adrs& adrs, const uint8_t* in, size_t in_len, uint8_t* out)
   }
 }
 
+void Hashes::TMany(const Adrs* adrs, const uint8_t* const* in, size_t in_len, uint8_t* const* out,
+                   size_t count) const {
+  constexpr size_t kMaxLanes512 = 8;
+  constexpr size_t kMaxBlocks = (kAdrscBytes + kMaxLen * kMaxN + 17 + 127) / 128;
+  const size_t msg = kAdrscBytes + in_len;
+  const size_t blocks = (msg + 17 + 127) / 128;  // 0x80 and the 16-byte length field
+  if (p_.shake || !Wide(p_) || sha512_lanes_fn_ == nullptr || count < 2 || blocks > kMaxBlocks) {
+    for (size_t i = 0; i < count; ++i) T(adrs[i], in[i], in_len, out[i]);
+    return;
+  }
+  const size_t n = static_cast<size_t>(p_.n);
+  const size_t lanes = sha512_lanes_;
+  // Each lane's message laid out once, padded (after PK.seed's block), then compressed block by
+  // block in all lanes together.
+  alignas(64) uint8_t buf[kMaxLanes512][kMaxBlocks * 128];
+  const uint8_t* ptrs[kMaxLanes512];
+  uint64_t v[8 * kMaxLanes512];
+  for (size_t base = 0; base < count; base += lanes) {
+    const size_t live = std::min(lanes, count - base);
+    for (size_t j = 0; j < lanes; ++j) {
+      uint8_t* b = buf[j];
+      std::memset(b, 0, blocks * 128);
+      if (j < live) {
+        Compress(adrs[base + j], b);
+        std::memcpy(b + kAdrscBytes, in[base + j], in_len);
+      }
+      b[msg] = 0x80;
+      StoreBe64(b + blocks * 128 - 8, (128 + msg) * 8);
+      for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha512_chain_[w];
+    }
+    for (size_t k = 0; k < blocks; ++k) {
+      for (size_t j = 0; j < lanes; ++j) ptrs[j] = buf[j] + 128 * k;
+      sha512_lanes_fn_(v, ptrs);
+    }
+    for (size_t j = 0; j < live; ++j) {
+      uint8_t full[64];
+      for (int w = 0; w < 8; ++w) StoreBe64(full + 8 * w, v[w * lanes + j]);
+      std::memcpy(out[base + j], full, n);
+    }
+  }
+  SecureZero(buf, sizeof(buf));
+  SecureZero(v, sizeof(v));
+}
+
 void HMsg(const SlhDsaParams& p, const uint8_t* r, const uint8_t* pk_seed, const uint8_t* pk_root,
           std::span<const Bytes> mprime, uint8_t* out) {
   const size_t n = static_cast<size_t>(p.n), m = static_cast<size_t>(p.m);

@@ -97,6 +97,11 @@ class Hashes {
               uint8_t* const* values, size_t count) const;
   // T_l(PK.seed, ADRS, M), M l*n bytes.
   void T(const Adrs& adrs, const uint8_t* in, size_t in_len, uint8_t* out) const;
+  // count independent T_l calls of the same length: T(adrs[i], in[i], in_len, out[i]). On the
+  // SHA2 sets of n = 24, 32 they run side by side on the backend's SHA-512 lanes where it has
+  // them (every message the same number of blocks); else one after another.
+  void TMany(const Adrs* adrs, const uint8_t* const* in, size_t in_len, uint8_t* const* out,
+             size_t count) const;
 
   // The chaining values for a prepared key (SHA2 sets; zero for SHAKE).
   void ExportChains(uint32_t sha256_chain[8], uint64_t sha512_chain[8]) const;
