@@ -180,9 +180,10 @@ Sha256Path ChosenSha256Path() {
   if (forced != Sha256Path::kAuto) return forced;
   if (ActiveIsa() == Isa::kPortable) return Sha256Path::kPortable;
   const size_t lanes = ActiveBackend().sha256_lanes;
-  // Sixteen AVX-512 lanes beat one SHA-NI stream; eight AVX2 lanes only tie with it
-  // (bench/RESULTS.md, "SLH-DSA").
-  if (lanes >= 16) return Sha256Path::kLanes;
+  // Sixteen AVX-512 lanes beat one SHA-NI stream, and so do eight AVX2 lanes that keep each F
+  // chain's values across its steps (sha256_chains); eight lanes that lay every step's blocks out
+  // only tie with it (bench/RESULTS.md, "SLH-DSA").
+  if (lanes >= 16 || ActiveBackend().sha256_chain_lanes > 1) return Sha256Path::kLanes;
   if (Sha256ShaNiSupported()) return Sha256Path::kShaNi;
   return lanes > 1 ? Sha256Path::kLanes : Sha256Path::kPortable;
 }

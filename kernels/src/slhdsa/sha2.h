@@ -59,8 +59,9 @@ bool Sha256ShaNiSupported();
 // the SHA extensions, or several at once on the backend's SHA-256 lanes (slhdsa/backend.h).
 enum class Sha256Path : uint8_t { kAuto, kPortable, kShaNi, kLanes };
 // The path for the active backend: portable on the portable backend (PQCD_ISA=portable keeps
-// every kernel portable); the backend's lanes where it has sixteen (AVX-512); else SHA-NI where
-// the CPU has it (one compression in about as few cycles as eight AVX2 lanes take per block,
+// every kernel portable); the backend's lanes where it has sixteen (AVX-512) or F chains of its
+// own (sha256_chains: AVX2, whose eight lanes then beat one SHA-NI stream); else SHA-NI where the
+// CPU has it (one compression in about as few cycles as eight AVX2 lanes take per laid-out block,
 // bench/RESULTS.md), else the backend's lanes.
 Sha256Path ChosenSha256Path();
 // Tests and benchmarks: force a path (kShaNi only where supported); kAuto restores the choice.
