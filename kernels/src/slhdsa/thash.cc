@@ -14,6 +14,8 @@ namespace pqcd::kernels::slhdsa {
 namespace {
 
 constexpr size_t kShake256Rate = 136;
+// Below this many one-block calls the SHA-2 lanes are not used (Hashes::OneBlock).
+constexpr size_t kFewCalls = 3;
 // Keccak states per permutation call for the one-block SHAKE hashes: eight where the backend
 // permutes eight at once (AVX-512), else five (AVX2 fuses four vector states with one scalar
 // state, keccak_multi.h; 35 WOTS+ chains of the n = 16 sets are seven such groups).
@@ -238,7 +240,9 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
     // SHA-256 resumed after PK.seed || 0^(64-n): ADRSc || data || padding is one block (at most
     // 22 + 32 + 9 bytes).
     uint8_t blk[64];
-    if (sha256_lanes_fn_ != nullptr) {
+    // A call or two alone (the path of a signature's XMSS node) would leave the lanes nearly idle:
+    // one compression at a time is cheaper there.
+    if (sha256_lanes_fn_ != nullptr && count >= kFewCalls) {
       CompressLanes<uint32_t, 64, 16>(sha256_lanes_fn_, sha256_lanes_, sha256_chain_, adrs, data,
                                       data_len, out, n, count);
       return;
@@ -263,7 +267,7 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
   }
   // SHA-512 resumed after PK.seed || 0^(128-n): at most 22 + 64 + 17 bytes.
   uint8_t blk[128];
-  if (sha512_lanes_fn_ != nullptr) {
+  if (sha512_lanes_fn_ != nullptr && count >= kFewCalls) {
     CompressLanes<uint64_t, 128, 8>(sha512_lanes_fn_, sha512_lanes_, sha512_chain_, adrs, data,
                                     data_len, out, n, count);
     return;
