@@ -188,5 +188,72 @@ TEST(SlhDsaChains, ManyStepsEqualOneStepAtATime) {
   }
 }
 
+// sha512_h (H of the n = 24, 32 sets): the portable one and every backend's own beside one
+// Sha512Compress per call, on counts that leave lanes idle, with separate outputs and with a tree
+// level computed in place (out[i] inside the input of call i / 2, as MerkleTree's Level does).
+TEST(SlhDsaChains, Sha512HEqualsOneCompressionPerCall) {
+  SeededRandom rng(uint64_t{512});
+  struct HImpl {
+    std::string name;
+    void (*fn)(const slhdsa::Sha512HArgs&);
+  };
+  std::vector<HImpl> impls = {{"portable", &slhdsa::portable::Sha512H}};
+  for (Isa isa : pqcd::testing::SupportedIsas()) {
+    const slhdsa::Backend& b = slhdsa::BackendFor(isa);
+    if (b.sha512_h_lanes > 1) impls.push_back({"lanes:" + std::string(IsaName(isa)), b.sha512_h});
+  }
+  for (const HImpl& impl : impls) {
+    for (size_t n : {size_t{24}, size_t{32}}) {
+      for (size_t count : {1, 3, 7, 8, 9, 17, 64}) {
+        for (int in_place = 0; in_place < 2; ++in_place) {
+          uint64_t chain[8];
+          ASSERT_TRUE(rng.Generate(MutBytes(reinterpret_cast<uint8_t*>(chain), 64)).ok());
+          std::vector<uint8_t> adrsc(count * kAdrscBytes), in(count * 2 * n + 8);
+          ASSERT_TRUE(rng.Generate(adrsc).ok());
+          ASSERT_TRUE(rng.Generate(in).ok());
+          // The expected outputs, one compression per call, from the inputs as they were.
+          std::vector<uint8_t> want(count * n);
+          for (size_t i = 0; i < count; ++i) {
+            uint8_t blk[128] = {};
+            std::memcpy(blk, &adrsc[i * kAdrscBytes], kAdrscBytes);
+            std::memcpy(blk + kAdrscBytes, &in[i * 2 * n], 2 * n);
+            blk[kAdrscBytes + 2 * n] = 0x80;
+            PutBe32(blk + 124, static_cast<uint32_t>((128 + kAdrscBytes + 2 * n) * 8));
+            uint64_t h[8];
+            std::memcpy(h, chain, sizeof(h));
+            slhdsa::Sha512Compress(h, blk);
+            for (size_t w = 0; w < n / 8; ++w) {
+              PutBe32(&want[i * n + 8 * w], static_cast<uint32_t>(h[w] >> 32));
+              PutBe32(&want[i * n + 8 * w + 4], static_cast<uint32_t>(h[w]));
+            }
+          }
+          std::vector<uint8_t> separate(count * n + 8, 0xa5);
+          std::vector<const uint8_t*> ins(count);
+          std::vector<uint8_t*> outs(count);
+          for (size_t i = 0; i < count; ++i) {
+            ins[i] = in.data() + i * 2 * n;
+            outs[i] = in_place ? in.data() + i * n : separate.data() + i * n;
+          }
+          slhdsa::Sha512HArgs args;
+          args.chain = chain;
+          args.n = n;
+          args.count = count;
+          args.adrsc = adrsc.data();
+          args.in = ins.data();
+          args.out = outs.data();
+          impl.fn(args);
+          const uint8_t* got = in_place ? in.data() : separate.data();
+          EXPECT_EQ(std::vector<uint8_t>(got, got + count * n), want)
+              << impl.name << " n=" << n << " count=" << count << " in_place=" << in_place;
+          if (!in_place) {  // nothing past the last output is written
+            for (size_t k = count * n; k < separate.size(); ++k) ASSERT_EQ(separate[k], 0xa5);
+          }
+        }
+      }
+    }
+  }
+  std::printf("[sha512_h] %zu implementation(s) checked\n", impls.size());
+}
+
 }  // namespace
 }  // namespace pqcd::kernels

@@ -63,6 +63,27 @@ void portable::Sha256Chains(const Sha256ChainsArgs& a) {
   SecureZero(h, sizeof(h));
 }
 
+void portable::Sha512H(const Sha512HArgs& a) {
+  const size_t n = a.n;
+  uint8_t blk[128];
+  uint64_t h[8];
+  for (size_t i = 0; i < a.count; ++i) {
+    std::memset(blk, 0, sizeof(blk));
+    std::memcpy(blk, a.adrsc + i * kAdrscBytes, kAdrscBytes);
+    std::memcpy(blk + kAdrscBytes, a.in[i], 2 * n);
+    blk[kAdrscBytes + 2 * n] = 0x80;
+    StoreBe32(blk + 124, static_cast<uint32_t>((128 + kAdrscBytes + 2 * n) * 8));
+    std::memcpy(h, a.chain, sizeof(h));
+    Sha512Compress(h, blk);
+    for (size_t w = 0; w < n / 8; ++w) {
+      StoreBe32(a.out[i] + 8 * w, static_cast<uint32_t>(h[w] >> 32));
+      StoreBe32(a.out[i] + 8 * w + 4, static_cast<uint32_t>(h[w]));
+    }
+  }
+  SecureZero(blk, sizeof(blk));
+  SecureZero(h, sizeof(h));
+}
+
 constinit const Backend kPortable{};
 
 namespace {

@@ -42,9 +42,24 @@ struct Sha256ChainsArgs {
   uint8_t* const* values = nullptr;    // count: n bytes each, the value in (unless prf) and out
 };
 
+// H of the n = 24, 32 sets (FIPS 205 §11.2.2), count independent calls: out[i] = the first n
+// bytes of SHA-512 resumed from `chain` over adrsc[i] || in[i] (2n bytes) || padding. out[i] may
+// be in[j] for j <= i (a tree level computed in place); each call reads its input before any later
+// call's output is written.
+struct Sha512HArgs {
+  const uint64_t* chain = nullptr;  // the 8 chaining words after PK.seed || 0^(128-n)
+  size_t n = 24;                    // 24 or 32
+  size_t count = 0;
+  const uint8_t* adrsc = nullptr;  // count × kAdrscBytes
+  const uint8_t* const* in = nullptr;
+  uint8_t* const* out = nullptr;
+};
+
 namespace portable {
 // sha256_chains, one chain at a time on args.compress.
 void Sha256Chains(const Sha256ChainsArgs& args);
+// sha512_h, one call at a time on Sha512Compress.
+void Sha512H(const Sha512HArgs& args);
 // sha256_lanes for lanes = 1: Sha256CompressPortable(v, blocks[0]).
 void Sha256Lanes1(uint32_t* v, const uint8_t* const* blocks);
 // sha512_lanes for lanes = 1: Sha512Compress(v, blocks[0]).
@@ -73,6 +88,11 @@ struct Backend {
   // with 64-bit words and 128-byte blocks: for H and T_l of the n = 24, 32 sets. Constant time.
   void (*sha512_compress_lanes)(uint64_t* v,
                                 const uint8_t* const* blocks) = &portable::Sha512Lanes1;
+  // H of the n = 24, 32 sets with each block's words made in registers from the inputs and the
+  // digests written straight to out (1: the portable one at a time; 8: AVX-512, used where
+  // sha512_compress_lanes is). Constant time.
+  uint8_t sha512_h_lanes = 1;
+  void (*sha512_h)(const Sha512HArgs& args) = &portable::Sha512H;
 };
 
 extern const Backend kPortable;

@@ -160,6 +160,7 @@ Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_
   if (!p.shake && ChosenSha256Path() != Sha256Path::kPortable && ActiveBackend().sha512_lanes > 1) {
     sha512_lanes_fn_ = ActiveBackend().sha512_compress_lanes;
     sha512_lanes_ = ActiveBackend().sha512_lanes;
+    if (ActiveBackend().sha512_h_lanes > 1) sha512_h_fn_ = ActiveBackend().sha512_h;
   }
   if (!p.shake) {
     // Chains keep their values in the backend's lanes where it has chain lanes of its own; one
@@ -267,6 +268,24 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
   }
   // SHA-512 resumed after PK.seed || 0^(128-n): at most 22 + 64 + 17 bytes.
   uint8_t blk[128];
+  if (sha512_h_fn_ != nullptr && count >= kFewCalls && data_len == 2 * n) {
+    // H on the backend's own kernel: no block laid out in memory.
+    constexpr size_t kSlab = 64;
+    uint8_t adrsc[kSlab * kAdrscBytes];
+    Sha512HArgs args;
+    args.chain = sha512_chain_;
+    args.n = n;
+    args.adrsc = adrsc;
+    for (size_t base = 0; base < count; base += kSlab) {
+      const size_t m = std::min(kSlab, count - base);
+      for (size_t i = 0; i < m; ++i) Compress(adrs[base + i], adrsc + i * kAdrscBytes);
+      args.count = m;
+      args.in = data + base;
+      args.out = out + base;
+      sha512_h_fn_(args);
+    }
+    return;
+  }
   if (sha512_lanes_fn_ != nullptr && count >= kFewCalls) {
     CompressLanes<uint64_t, 128, 8>(sha512_lanes_fn_, sha512_lanes_, sha512_chain_, adrs, data,
                                     data_len, out, n, count);
@@ -336,7 +355,8 @@ void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* ste
   for (size_t base = 0; base < count; base += kSlab) {
     const size_t m = std::min(kSlab, count - base);
     for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint8_t>(k);
-    if (sha256_chain_lanes_ > 1) {
+    if (sha256_chain_lanes_ > 1 && !std::all_of(steps + base, steps + base + m,
+                                                [&](uint32_t x) { return x == steps[base]; })) {
       // Chains of about the same length share a group of lanes, whose steps are its longest
       // chain's: the chains in order of their steps, most first (public values).
       std::stable_sort(order, order + m,

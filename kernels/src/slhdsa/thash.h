@@ -125,6 +125,8 @@ class Hashes {
   // The backend's SHA-512 lanes where it has more than one (and the path is not portable).
   void (*sha512_lanes_fn_)(uint64_t*, const uint8_t* const*) = nullptr;
   size_t sha512_lanes_ = 1;
+  // The backend's H of the n = 24, 32 sets where it has its own (with its SHA-512 lanes).
+  void (*sha512_h_fn_)(const Sha512HArgs&) = nullptr;
   // The chains hook (SHA2 sets), with its lanes; null where chains run step by step.
   void (*sha256_chains_fn_)(const Sha256ChainsArgs&) = nullptr;
   size_t sha256_chain_lanes_ = 1;

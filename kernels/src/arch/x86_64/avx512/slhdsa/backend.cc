@@ -219,21 +219,11 @@ __attribute__((always_inline)) inline __m512i Add64(__m512i a, __m512i b) {
   return _mm512_add_epi64(a, b);
 }
 
-// SHA-512 (FIPS 180-4 §6.4.2) eight blocks at a time, one per 64-bit lane.
-void Sha512CompressX8Avx512(uint64_t* v, const uint8_t* const* blocks) {
-  alignas(64) uint64_t m[16][8];
-  for (int j = 0; j < 8; ++j) {
-    for (int t = 0; t < 16; ++t) {
-      uint64_t w;
-      std::memcpy(&w, blocks[j] + 8 * t, 8);
-      m[t][j] = __builtin_bswap64(w);
-    }
-  }
-  __m512i w[16];
-  for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
-  __m512i s[8];
-  for (int i = 0; i < 8; ++i) s[i] = _mm512_loadu_si512(v + 8 * i);
+// SHA-512 rounds 0..79 (FIPS 180-4 §6.4.2) on the state s with the message words of w, a ring of
+// sixteen (as Rounds).
+__attribute__((always_inline)) inline void Rounds512(__m512i s[8], __m512i w[16]) {
   __m512i a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
+#pragma GCC unroll 80
   for (int t = 0; t < 80; ++t) {
     if (t >= 16) {
       const __m512i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
@@ -256,11 +246,113 @@ void Sha512CompressX8Avx512(uint64_t* v, const uint8_t* const* blocks) {
     b = a;
     a = Add64(t1, Add64(big_s0, maj));
   }
-  const __m512i out[8] = {a, b, c, d, e, f, g, h};
-  for (int i = 0; i < 8; ++i) _mm512_storeu_si512(v + 8 * i, Add64(s[i], out[i]));
-  for (__m512i& x : w) x = _mm512_setzero_si512();
+  s[0] = a;
+  s[1] = b;
+  s[2] = c;
+  s[3] = d;
+  s[4] = e;
+  s[5] = f;
+  s[6] = g;
+  s[7] = h;
+}
+
+// SHA-512 (FIPS 180-4 §6.4.2) eight blocks at a time, one per 64-bit lane.
+void Sha512CompressX8Avx512(uint64_t* v, const uint8_t* const* blocks) {
+  alignas(64) uint64_t m[16][8];
+  for (int j = 0; j < 8; ++j) {
+    for (int t = 0; t < 16; ++t) {
+      uint64_t w;
+      std::memcpy(&w, blocks[j] + 8 * t, 8);
+      m[t][j] = __builtin_bswap64(w);
+    }
+  }
+  __m512i w[16];
+  for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
+  __m512i s[8], x[8];
+  for (int i = 0; i < 8; ++i) x[i] = s[i] = _mm512_loadu_si512(v + 8 * i);
+  Rounds512(x, w);
+  for (int i = 0; i < 8; ++i) _mm512_storeu_si512(v + 8 * i, Add64(s[i], x[i]));
+  for (__m512i& y : w) y = _mm512_setzero_si512();
   std::memset(m, 0, sizeof(m));
   asm volatile("" : : "r"(m) : "memory");
+}
+
+// slhdsa::Backend::sha512_h on eight lanes, kDataWords = 2n / 8 message words per call. The block
+// ADRSc || M2 || padding is made in registers: words 0 and 1 are ADRSc bytes 0..15, word 2 its
+// bytes 16..21 over the first two bytes of M2, then M2 two bytes off the word boundary (22 =
+// 8 * 2 + 6): block word 3 + i is the low six bytes of E[i] over the high two of E[i + 1], E[i]
+// being word i of M2, gathered from the eight inputs. The digests are scattered to the outputs,
+// the live lanes only (an idle lane reads a zero block).
+template <int kDataWords>
+void HX8(const Sha512HArgs& args) {
+  constexpr size_t n = 4 * kDataWords;
+  // Byte order within each 64-bit word reversed (vpshufb works within 128-bit lanes).
+  const __m512i bswap64 =
+      _mm512_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                      14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4,
+                      5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  __m512i iv[8];
+  for (int i = 0; i < 8; ++i) iv[i] = _mm512_set1_epi64(static_cast<long long>(args.chain[i]));
+  const __m512i pad = _mm512_set1_epi64(0x8000);  // 0x80 after M2, at byte 22 + 2n
+  const __m512i bits = _mm512_set1_epi64(static_cast<long long>((128 + kAdrscBytes + 2 * n) * 8));
+  alignas(64) static constexpr uint8_t kZero[64] = {};
+  alignas(64) uint64_t fixed[3][8];
+  alignas(64) uint64_t in_at[8], out_at[8];
+  __m512i w[16];
+  for (size_t base = 0; base < args.count; base += 8) {
+    const size_t live = std::min<size_t>(8, args.count - base);
+    for (size_t j = 0; j < 8; ++j) {
+      if (j < live) {  // public: the number of calls
+        const uint8_t* ad = args.adrsc + (base + j) * kAdrscBytes;
+        uint64_t x0, x1;
+        std::memcpy(&x0, ad, 8);
+        std::memcpy(&x1, ad + 8, 8);
+        fixed[0][j] = __builtin_bswap64(x0);
+        fixed[1][j] = __builtin_bswap64(x1);
+        uint64_t hi = 0;
+        for (int k = 16; k < 22; ++k) hi = (hi << 8) | ad[k];
+        fixed[2][j] = hi << 16;
+        in_at[j] = reinterpret_cast<uintptr_t>(args.in[base + j]);
+        out_at[j] = reinterpret_cast<uintptr_t>(args.out[base + j]);
+      } else {
+        fixed[0][j] = fixed[1][j] = fixed[2][j] = 0;
+        in_at[j] = reinterpret_cast<uintptr_t>(kZero);
+        out_at[j] = 0;  // never written: masked off
+      }
+    }
+    const __mmask8 live_mask = static_cast<__mmask8>((1u << live) - 1);
+    const __m512i in_v = _mm512_load_si512(in_at);
+    const __m512i out_v = _mm512_load_si512(out_at);
+    __m512i e[kDataWords];
+    for (int i = 0; i < kDataWords; ++i) {
+      e[i] = _mm512_shuffle_epi8(
+          _mm512_i64gather_epi64(_mm512_add_epi64(in_v, _mm512_set1_epi64(8 * i)), nullptr, 1),
+          bswap64);
+    }
+    w[0] = _mm512_load_si512(fixed[0]);
+    w[1] = _mm512_load_si512(fixed[1]);
+    w[2] = _mm512_or_si512(_mm512_load_si512(fixed[2]), _mm512_srli_epi64(e[0], 48));
+    for (int i = 0; i + 1 < kDataWords; ++i) {
+      w[3 + i] = _mm512_or_si512(_mm512_slli_epi64(e[i], 16), _mm512_srli_epi64(e[i + 1], 48));
+    }
+    w[2 + kDataWords] = _mm512_or_si512(_mm512_slli_epi64(e[kDataWords - 1], 16), pad);
+    for (int i = 3 + kDataWords; i < 15; ++i) w[i] = _mm512_setzero_si512();
+    w[15] = bits;
+    __m512i x[8];
+    for (int i = 0; i < 8; ++i) x[i] = iv[i];
+    Rounds512(x, w);
+    for (int i = 0; i < kDataWords / 2; ++i) {
+      const __m512i digest = _mm512_shuffle_epi8(Add64(iv[i], x[i]), bswap64);
+      _mm512_mask_i64scatter_epi64(nullptr, live_mask,
+                                   _mm512_add_epi64(out_v, _mm512_set1_epi64(8 * i)), digest, 1);
+    }
+  }
+  for (__m512i& y : w) y = _mm512_setzero_si512();
+}
+
+void Sha512HX8Avx512(const Sha512HArgs& args) {
+  if (args.n == 24) return HX8<6>(args);
+  return HX8<8>(args);
 }
 
 }  // namespace
@@ -273,6 +365,8 @@ constinit const Backend kAvx512{
     .sha256_chains = &Sha256ChainsX16Avx512,
     .sha512_lanes = 8,
     .sha512_compress_lanes = &Sha512CompressX8Avx512,
+    .sha512_h_lanes = 8,
+    .sha512_h = &Sha512HX8Avx512,
 };
 
 }  // namespace pqcd::kernels::slhdsa
