@@ -354,13 +354,19 @@ void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* ste
   args.values = slab_values;
   for (size_t base = 0; base < count; base += kSlab) {
     const size_t m = std::min(kSlab, count - base);
-    for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint8_t>(k);
-    if (sha256_chain_lanes_ > 1 && !std::all_of(steps + base, steps + base + m,
-                                                [&](uint32_t x) { return x == steps[base]; })) {
-      // Chains of about the same length share a group of lanes, whose steps are its longest
-      // chain's: the chains in order of their steps, most first (public values).
-      std::stable_sort(order, order + m,
-                       [&](uint8_t x, uint8_t y) { return steps[base + x] > steps[base + y]; });
+    // Chains of about the same length share a group of lanes, whose steps are its longest
+    // chain's: where the lanes are wider than one, the chains in order of their steps, most first
+    // (public values; a counting sort, the steps of F chains being below kW).
+    constexpr uint32_t kBuckets = 16;
+    uint32_t most = 0;
+    for (size_t k = 0; k < m; ++k) most = std::max(most, steps[base + k]);
+    if (sha256_chain_lanes_ > 1 && most < kBuckets) {
+      uint8_t at[kBuckets + 1] = {};
+      for (size_t k = 0; k < m; ++k) ++at[most - steps[base + k] + 1];
+      for (uint32_t b = 1; b <= kBuckets; ++b) at[b] += at[b - 1];
+      for (size_t k = 0; k < m; ++k) order[at[most - steps[base + k]]++] = static_cast<uint8_t>(k);
+    } else {
+      for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint8_t>(k);
     }
     for (size_t k = 0; k < m; ++k) {
       const size_t i = base + order[k];
