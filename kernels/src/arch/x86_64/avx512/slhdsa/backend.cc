@@ -99,76 +99,113 @@ void Sha256CompressX16Avx512(uint32_t* v, const uint8_t* const* blocks) {
 }
 
 // slhdsa::Backend::sha256_chains on sixteen lanes, kWords = n / 4 chaining words per value.
-// Each group of sixteen chains keeps its values as words of the lanes (D[i], word i of every
-// lane's value) from its first step to its last. A step's block is ADRSc || value || padding:
-// words 0..3 and the top half of word 4 are the lane's address without its hash address (fixed
-// for the group), then the hash address, then the value two bytes off the word boundary (22 =
-// 4 * 5 + 2), so block word 5 + i is the low half of D[i - 1] over the high half of D[i]. Rounds
-// 0..3 read only the fixed words and start from the fixed chaining value: they run once per group.
+//
+// Each lane runs chains one after another, keeping the running chain's value as words of the
+// lanes (d[i], word i of every lane's value) from its first step to its last. A step's block is
+// ADRSc || value || padding: words 0..3 and the top half of word 4 are the lane's address without
+// its hash address (fixed while the lane runs one chain), then the hash address, then the value
+// two bytes off the word boundary (22 = 4 * 5 + 2), so block word 5 + i is the low half of
+// d[i - 1] over the high half of d[i]. Rounds 0..3 read only the fixed words and start from the
+// fixed chaining value: they run again only when a lane takes up another chain.
+//
+// Which lane runs which chain is decided from the steps alone (public): each chain, in the order
+// given (Hashes::Chains gives the longest first), goes to the lane with the fewest steps so far,
+// so the lanes end about together: the chains of a WOTS+ signature, 0 to 15 steps each, take
+// about their total steps / 16 compressions rather than the sum of each group's longest chain.
+// A lane whose chain ends is found by a compare of its remaining steps (public); its value is
+// written out and the next chain's read in.
 template <int kWords>
 void ChainsX16(const Sha256ChainsArgs& args) {
   constexpr size_t n = 4 * kWords;
+  constexpr size_t kLanes = 16;
+  constexpr size_t kBatch = 128;  // chains scheduled together
   __m512i iv[8];
   for (int i = 0; i < 8; ++i) iv[i] = _mm512_set1_epi32(static_cast<int>(args.chain[i]));
   const __m512i pad = _mm512_set1_epi32(0x8000);  // 0x80 after the value, at byte 22 + n
   const __m512i bits = _mm512_set1_epi32(static_cast<int>((64 + kAdrscBytes + n) * 8));
-  alignas(64) uint32_t m[16][16];
-  alignas(64) uint32_t start[16], steps[16];
+  const __m512i one = _mm512_set1_epi32(1);
+  alignas(64) uint32_t m[16][kLanes];  // lane words: block (PRF) or values (d) and fixed words
+  alignas(64) uint32_t hash_a[kLanes], left_a[kLanes];
   __m512i w[16];
   __m512i d[kWords];
-  for (size_t base = 0; base < args.count; base += 16) {
-    const size_t live = std::min<size_t>(16, args.count - base);
-    // Idle lanes: no steps, zero words; their results are never written out.
+  for (int i = 0; i < kWords; ++i) d[i] = _mm512_setzero_si512();
+  // The PRF values that start the chains, sixteen blocks per compression, into values.
+  for (size_t base = 0; args.prf_adrsc != nullptr && base < args.count; base += kLanes) {
+    const size_t live = std::min(kLanes, args.count - base);
     std::memset(m, 0, sizeof(m));
-    std::memset(start, 0, sizeof(start));
-    std::memset(steps, 0, sizeof(steps));
-    uint32_t most = 0;
     for (size_t j = 0; j < live; ++j) {
-      const uint8_t* ad = args.adrsc + (base + j) * kAdrscBytes;
-      for (int t = 0; t < 4; ++t) m[t][j] = LoadBe32(ad + 4 * t);
-      m[4][j] = (uint32_t{ad[16]} << 24) | (uint32_t{ad[17]} << 16);
-      start[j] = args.start[base + j];
-      steps[j] = args.steps[base + j];
-      most = std::max(most, steps[j]);  // public
+      alignas(16) uint8_t blk[64] = {};
+      std::memcpy(blk, args.prf_adrsc + (base + j) * kAdrscBytes, kAdrscBytes);
+      std::memcpy(blk + kAdrscBytes, args.sk_seed, n);
+      for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blk + 4 * t);
+      std::memset(blk, 0, sizeof(blk));
+      asm volatile("" : : "r"(blk) : "memory");
     }
-    __m512i fixed[5];
-    for (int t = 0; t < 5; ++t) fixed[t] = _mm512_load_si512(m[t]);
-    if (args.prf_adrsc != nullptr) {
-      // PRF: prf_adrsc || SK.seed || padding, one compression per lane from the blocks' words.
-      for (size_t j = 0; j < live; ++j) {
-        alignas(16) uint8_t blk[64] = {};
-        std::memcpy(blk, args.prf_adrsc + (base + j) * kAdrscBytes, kAdrscBytes);
-        std::memcpy(blk + kAdrscBytes, args.sk_seed, n);
-        for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blk + 4 * t);
-        std::memset(blk, 0, sizeof(blk));
-        asm volatile("" : : "r"(blk) : "memory");
-      }
-      for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
-      w[5 + kWords] = _mm512_or_si512(w[5 + kWords], pad);
-      w[15] = bits;
-      __m512i x[8];
-      for (int i = 0; i < 8; ++i) x[i] = iv[i];
-      Rounds<0, 64>(x, w);
-      for (int i = 0; i < kWords; ++i) d[i] = Add(iv[i], x[i]);
-    } else {
-      for (size_t j = 0; j < live; ++j) {
-        for (int i = 0; i < kWords; ++i) m[i][j] = LoadBe32(args.values[base + j] + 4 * i);
-      }
-      for (int i = 0; i < kWords; ++i) d[i] = _mm512_load_si512(m[i]);
+    for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
+    w[5 + kWords] = _mm512_or_si512(w[5 + kWords], pad);
+    w[15] = bits;
+    __m512i x[8];
+    for (int i = 0; i < 8; ++i) x[i] = iv[i];
+    Rounds<0, 64>(x, w);
+    for (int i = 0; i < kWords; ++i) _mm512_store_si512(m[i], Add(iv[i], x[i]));
+    for (size_t j = 0; j < live; ++j) {
+      for (int i = 0; i < kWords; ++i) StoreBe32(args.values[base + j] + 4 * i, m[i][j]);
     }
+  }
+  for (size_t base = 0; base < args.count; base += kBatch) {
+    const size_t batch = std::min(kBatch, args.count - base);
+    // The schedule: each lane's chains in order (queue), from the public steps.
+    uint8_t queue[kLanes][kBatch];
+    size_t queued[kLanes] = {}, next[kLanes] = {};
+    uint32_t load[kLanes] = {};
+    for (size_t i = 0; i < batch; ++i) {
+      const uint32_t steps = args.steps[base + i];
+      if (steps == 0) continue;  // its value stays (the PRF value, if any)
+      size_t lane = 0;
+      for (size_t j = 1; j < kLanes; ++j) lane = load[j] < load[lane] ? j : lane;
+      queue[lane][queued[lane]++] = static_cast<uint8_t>(i);
+      load[lane] += steps;
+    }
+    int running[kLanes];  // the chain in each lane, -1 for none
+    // Takes up the next chain of lane j (or none): its fixed words, hash address, steps and
+    // value into the lane arrays.
+    auto take_up = [&](size_t j) {
+      if (next[j] == queued[j]) {
+        running[j] = -1;
+        for (int t = 0; t < 5; ++t) m[kWords + t][j] = 0;
+        hash_a[j] = left_a[j] = 0;
+        return;
+      }
+      const size_t i = base + queue[j][next[j]++];
+      running[j] = static_cast<int>(i - base);
+      const uint8_t* ad = args.adrsc + i * kAdrscBytes;
+      for (int t = 0; t < 4; ++t) m[kWords + t][j] = LoadBe32(ad + 4 * t);
+      m[kWords + 4][j] = (uint32_t{ad[16]} << 24) | (uint32_t{ad[17]} << 16);
+      hash_a[j] = args.start[i];
+      left_a[j] = args.steps[i];
+      for (int k = 0; k < kWords; ++k) m[k][j] = LoadBe32(args.values[i] + 4 * k);
+    };
     std::memset(m, 0, sizeof(m));
-    asm volatile("" : : "r"(m) : "memory");
-    // Rounds 0..3 of every step of the group.
-    __m512i mid[8];
-    for (int i = 0; i < 8; ++i) mid[i] = iv[i];
-    for (int t = 0; t < 4; ++t) w[t] = fixed[t];
-    Rounds<0, 4>(mid, w);
-    const __m512i steps_v = _mm512_load_si512(steps);
-    __m512i hash = _mm512_load_si512(start);
-    for (uint32_t t = 0; t < most; ++t) {
-      // Lanes whose chain has steps left (a public mask).
-      const __mmask16 live_mask =
-          _mm512_cmpgt_epu32_mask(steps_v, _mm512_set1_epi32(static_cast<int>(t)));
+    size_t busy = 0;
+    for (size_t j = 0; j < kLanes; ++j) {
+      take_up(j);
+      busy += running[j] >= 0 ? 1 : 0;
+    }
+    __m512i fixed[5], hash, left, mid[8];
+    // The lane arrays into registers, and rounds 0..3 of the fixed words.
+    auto load_lanes = [&]() {
+      for (int i = 0; i < kWords; ++i) d[i] = _mm512_load_si512(m[i]);
+      for (int t = 0; t < 5; ++t) fixed[t] = _mm512_load_si512(m[kWords + t]);
+      hash = _mm512_load_si512(hash_a);
+      left = _mm512_load_si512(left_a);
+      for (int i = 0; i < 8; ++i) mid[i] = iv[i];
+      for (int t = 0; t < 4; ++t) w[t] = fixed[t];
+      Rounds<0, 4>(mid, w);
+    };
+    load_lanes();
+    while (busy > 0) {
+      // Lanes with a chain running (its steps left are above zero): a public mask.
+      const __mmask16 live_mask = _mm512_cmpgt_epu32_mask(left, _mm512_setzero_si512());
       for (int i = 0; i < 4; ++i) w[i] = fixed[i];
       w[4] = _mm512_or_si512(fixed[4], _mm512_srli_epi32(hash, 16));
       w[5] = _mm512_or_si512(_mm512_slli_epi32(hash, 16), _mm512_srli_epi32(d[0], 16));
@@ -181,13 +218,25 @@ void ChainsX16(const Sha256ChainsArgs& args) {
       __m512i x[8];
       for (int i = 0; i < 8; ++i) x[i] = mid[i];
       Rounds<4, 64>(x, w);
-      for (int i = 0; i < kWords; ++i)
+      for (int i = 0; i < kWords; ++i) {
         d[i] = _mm512_mask_mov_epi32(d[i], live_mask, Add(iv[i], x[i]));
-      hash = Add(hash, _mm512_set1_epi32(1));
-    }
-    for (int i = 0; i < kWords; ++i) _mm512_store_si512(m[i], d[i]);
-    for (size_t j = 0; j < live; ++j) {
-      for (int i = 0; i < kWords; ++i) StoreBe32(args.values[base + j] + 4 * i, m[i][j]);
+      }
+      hash = Add(hash, one);
+      left = _mm512_mask_sub_epi32(left, live_mask, left, one);
+      const __mmask16 ended = live_mask & _mm512_cmpeq_epu32_mask(left, _mm512_setzero_si512());
+      if (ended == 0) continue;  // public: from the steps alone
+      for (int i = 0; i < kWords; ++i) _mm512_store_si512(m[i], d[i]);
+      for (int t = 0; t < 5; ++t) _mm512_store_si512(m[kWords + t], fixed[t]);
+      _mm512_store_si512(hash_a, hash);
+      _mm512_store_si512(left_a, left);
+      for (size_t j = 0; j < kLanes; ++j) {
+        if (((ended >> j) & 1) == 0) continue;
+        uint8_t* out = args.values[base + static_cast<size_t>(running[j])];
+        for (int i = 0; i < kWords; ++i) StoreBe32(out + 4 * i, m[i][j]);
+        take_up(j);
+        busy -= running[j] >= 0 ? 0 : 1;
+      }
+      load_lanes();
     }
   }
   // The chain values and the PRF blocks are secret: no copy of them stays behind.
