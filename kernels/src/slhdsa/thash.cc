@@ -144,6 +144,23 @@ void CompressLanes(void (*fn)(Word*, const uint8_t* const*), size_t lanes, const
   SecureZero(v, sizeof(v));
 }
 
+// The order of m chains by their steps, most first, stable (steps are public): a counting sort
+// where every chain is below 16 steps (WOTS+ chains; FORS leaves), else std::stable_sort.
+void OrderBySteps(const uint32_t* steps, size_t m, uint16_t* order) {
+  constexpr uint32_t kBuckets = 16;
+  uint32_t most = 0;
+  for (size_t k = 0; k < m; ++k) most = std::max(most, steps[k]);
+  if (most >= kBuckets) {
+    for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint16_t>(k);
+    std::stable_sort(order, order + m, [&](uint16_t x, uint16_t y) { return steps[x] > steps[y]; });
+    return;
+  }
+  uint16_t at[kBuckets + 1] = {};
+  for (size_t k = 0; k < m; ++k) ++at[most - steps[k] + 1];
+  for (uint32_t b = 1; b <= kBuckets; ++b) at[b] = static_cast<uint16_t>(at[b] + at[b - 1]);
+  for (size_t k = 0; k < m; ++k) order[at[most - steps[k]]++] = static_cast<uint16_t>(k);
+}
+
 }  // namespace
 
 Hashes::Hashes(const SlhDsaParams& p, const uint8_t* pk_seed, const uint8_t* sk_seed,
@@ -341,7 +358,7 @@ void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* ste
   uint8_t prf_adrsc[kSlab * kAdrscBytes];
   uint32_t slab_start[kSlab], slab_steps[kSlab];
   uint8_t* slab_values[kSlab];
-  uint8_t order[kSlab];
+  uint16_t order[kSlab];
   Sha256ChainsArgs args;
   args.chain = sha256_chain_;
   args.compress = compress256_;
@@ -355,18 +372,11 @@ void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* ste
   for (size_t base = 0; base < count; base += kSlab) {
     const size_t m = std::min(kSlab, count - base);
     // Chains of about the same length share a group of lanes, whose steps are its longest
-    // chain's: where the lanes are wider than one, the chains in order of their steps, most first
-    // (public values; a counting sort, the steps of F chains being below kW).
-    constexpr uint32_t kBuckets = 16;
-    uint32_t most = 0;
-    for (size_t k = 0; k < m; ++k) most = std::max(most, steps[base + k]);
-    if (sha256_chain_lanes_ > 1 && most < kBuckets) {
-      uint8_t at[kBuckets + 1] = {};
-      for (size_t k = 0; k < m; ++k) ++at[most - steps[base + k] + 1];
-      for (uint32_t b = 1; b <= kBuckets; ++b) at[b] += at[b - 1];
-      for (size_t k = 0; k < m; ++k) order[at[most - steps[base + k]]++] = static_cast<uint8_t>(k);
+    // chain's: where the lanes are wider than one, the chains in order of their steps, most first.
+    if (sha256_chain_lanes_ > 1) {
+      OrderBySteps(steps + base, m, order);
     } else {
-      for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint8_t>(k);
+      for (size_t k = 0; k < m; ++k) order[k] = static_cast<uint16_t>(k);
     }
     for (size_t k = 0; k < m; ++k) {
       const size_t i = base + order[k];
@@ -384,26 +394,32 @@ void Hashes::Chains(const Adrs* adrs, const uint32_t* start, const uint32_t* ste
 void Hashes::ChainsByStep(const Adrs* adrs, const uint32_t* start, const uint32_t* steps,
                           const Adrs* prf, uint8_t* const* values, size_t count) const {
   if (prf != nullptr) Prf(prf, values, count);
-  uint32_t most = 0;
-  for (size_t i = 0; i < count; ++i) most = std::max(most, steps[i]);
-  // Batches of F: a multiple of the 5, 8 or 16 calls per compression or permutation.
+  // Batches of chains (a multiple of the 5, 8 or 16 calls per permutation or compression), longest
+  // first: the chains still running at a step are a prefix of the batch, whose addresses are
+  // copied once; each step changes their hash addresses only.
   constexpr size_t kBatch = 320;
   Adrs a[kBatch];
+  uint32_t first[kBatch], left[kBatch];
   const uint8_t* in[kBatch];
   uint8_t* out[kBatch];
-  for (uint32_t t = 0; t < most; ++t) {
-    size_t c = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (steps[i] <= t) continue;  // public
-      a[c] = adrs[i];
-      a[c].SetHash(start[i] + t);
-      in[c] = out[c] = values[i];
-      if (++c == kBatch) {
-        F(a, in, out, c);
-        c = 0;
-      }
+  uint16_t order[kBatch];
+  for (size_t base = 0; base < count; base += kBatch) {
+    const size_t m = std::min(kBatch, count - base);
+    OrderBySteps(steps + base, m, order);
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = base + order[k];
+      a[k] = adrs[i];
+      first[k] = start[i];
+      left[k] = steps[i];
+      in[k] = out[k] = values[i];
     }
-    if (c > 0) F(a, in, out, c);
+    size_t live = m;
+    for (uint32_t t = 0;; ++t) {
+      while (live > 0 && left[live - 1] <= t) --live;  // public
+      if (live == 0) break;
+      for (size_t k = 0; k < live; ++k) a[k].SetHash(first[k] + t);
+      F(a, in, out, live);
+    }
   }
 }
 
