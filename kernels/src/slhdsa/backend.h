@@ -82,7 +82,7 @@ struct Backend {
   // steps.
   uint8_t sha256_chain_lanes = 1;
   void (*sha256_chains)(const Sha256ChainsArgs& args) = &portable::Sha256Chains;
-  // Lanes of sha512_compress_lanes: 1, or 8 (AVX-512); at most 8 (thash.cc).
+  // Lanes of sha512_compress_lanes: 1, 4 (AVX2) or 8 (AVX-512); at most 8 (thash.cc).
   uint8_t sha512_lanes = 1;
   // One SHA-512 compression (FIPS 180-4 §6.4.2) in each lane, laid out as sha256_compress_lanes
   // with 64-bit words and 128-byte blocks: for H and T_l of the n = 24, 32 sets. Constant time.

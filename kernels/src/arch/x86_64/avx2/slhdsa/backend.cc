@@ -1,6 +1,6 @@
 // The SLH-DSA table of the avx2 backend (slhdsa/backend.h; listed in arch/backends.h): SHA-256
 // eight blocks at a time, one per 32-bit lane of a YMM register, and F chains kept in those lanes
-// across their steps.
+// across their steps; SHA-512 four blocks at a time in 64-bit lanes.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -225,6 +225,63 @@ void Sha256ChainsX8Avx2(const Sha256ChainsArgs& args) {
   }
 }
 
+template <int R>
+inline __m256i Rotr64(__m256i x) {
+  return _mm256_or_si256(_mm256_srli_epi64(x, R), _mm256_slli_epi64(x, 64 - R));
+}
+
+// SHA-512 (FIPS 180-4 §6.4.2) four blocks at a time, one per 64-bit lane: H and T_l of the n = 24,
+// 32 sets.
+void Sha512CompressX4Avx2(uint64_t* v, const uint8_t* const* blocks) {
+  alignas(32) uint64_t m[16][4];
+  for (int j = 0; j < 4; ++j) {
+    for (int t = 0; t < 16; ++t) {
+      uint64_t x;
+      std::memcpy(&x, blocks[j] + 8 * t, 8);
+      m[t][j] = __builtin_bswap64(x);
+    }
+  }
+  __m256i w[16];
+  for (int t = 0; t < 16; ++t) w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m[t]));
+  __m256i s[8];
+  for (int i = 0; i < 8; ++i)
+    s[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 4 * i));
+  __m256i a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
+#pragma GCC unroll 80
+  for (int t = 0; t < 80; ++t) {
+    if (t >= 16) {
+      const __m256i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
+      const __m256i s0 = Xor3(Rotr64<1>(w15), Rotr64<8>(w15), _mm256_srli_epi64(w15, 7));
+      const __m256i s1 = Xor3(Rotr64<19>(w2), Rotr64<61>(w2), _mm256_srli_epi64(w2, 6));
+      w[t & 15] =
+          _mm256_add_epi64(_mm256_add_epi64(w[t & 15], s0), _mm256_add_epi64(w[(t - 7) & 15], s1));
+    }
+    const __m256i big_s1 = Xor3(Rotr64<14>(e), Rotr64<18>(e), Rotr64<41>(e));
+    const __m256i ch = _mm256_xor_si256(_mm256_and_si256(e, f), _mm256_andnot_si256(e, g));
+    const __m256i t1 = _mm256_add_epi64(
+        _mm256_add_epi64(_mm256_add_epi64(h, big_s1), _mm256_add_epi64(ch, w[t & 15])),
+        _mm256_set1_epi64x(static_cast<long long>(kSha512K[t])));
+    const __m256i big_s0 = Xor3(Rotr64<28>(a), Rotr64<34>(a), Rotr64<39>(a));
+    const __m256i maj =
+        _mm256_xor_si256(_mm256_and_si256(a, b), _mm256_and_si256(c, _mm256_xor_si256(a, b)));
+    h = g;
+    g = f;
+    f = e;
+    e = _mm256_add_epi64(d, t1);
+    d = c;
+    c = b;
+    b = a;
+    a = _mm256_add_epi64(t1, _mm256_add_epi64(big_s0, maj));
+  }
+  const __m256i out[8] = {a, b, c, d, e, f, g, h};
+  for (int i = 0; i < 8; ++i) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 4 * i), _mm256_add_epi64(s[i], out[i]));
+  }
+  for (__m256i& x : w) x = _mm256_setzero_si256();
+  std::memset(m, 0, sizeof(m));
+  asm volatile("" : : "r"(m) : "memory");
+}
+
 }  // namespace
 
 extern const Backend kAvx2;
@@ -233,6 +290,8 @@ constinit const Backend kAvx2{
     .sha256_compress_lanes = &Sha256CompressX8Avx2,
     .sha256_chain_lanes = 8,
     .sha256_chains = &Sha256ChainsX8Avx2,
+    .sha512_lanes = 4,
+    .sha512_compress_lanes = &Sha512CompressX4Avx2,
 };
 
 }  // namespace pqcd::kernels::slhdsa
