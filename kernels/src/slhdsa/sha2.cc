@@ -4,6 +4,10 @@
 #include <atomic>
 #include <cstring>
 
+// SHA512_Transform (below) is deprecated in OpenSSL 3.0 and still there; this file alone uses it.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
+
 #include "pqcd/kernels/isa.h"
 #include "slhdsa/backend.h"
 
@@ -18,14 +22,8 @@ namespace {
 constexpr uint32_t Rotr32(uint32_t x, int r) {
   return (x >> r) | (x << (32 - r));
 }
-constexpr uint64_t Rotr64(uint64_t x, int r) {
-  return (x >> r) | (x << (64 - r));
-}
 uint32_t Load32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-uint64_t Load64(const uint8_t* p) {
-  return (uint64_t{Load32(p)} << 32) | Load32(p + 4);
 }
 void Store32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
@@ -74,38 +72,18 @@ void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]) {
   SecureZero(w, sizeof(w));
 }
 
+// OpenSSL's block function, which has assembly for every CPU it knows (on x86-64 with AVX2 and
+// BMI2 about 1.5x the C compression this file had: 236 against 356 ns per block here). SHA-512 is
+// OpenSSL's in the rest of pqcd too; resuming from a chaining value needs the block function,
+// which OpenSSL 3.0 marks deprecated but keeps (there is no other way to compress one block from
+// a given state). The context is a copy: its state is written back and the copy wiped.
 void Sha512Compress(uint64_t h[8], const uint8_t block[128]) {
-  uint64_t w[80];
-  for (int t = 0; t < 16; ++t) w[t] = Load64(block + 8 * t);
-  for (int t = 16; t < 80; ++t) {
-    const uint64_t s0 = Rotr64(w[t - 15], 1) ^ Rotr64(w[t - 15], 8) ^ (w[t - 15] >> 7);
-    const uint64_t s1 = Rotr64(w[t - 2], 19) ^ Rotr64(w[t - 2], 61) ^ (w[t - 2] >> 6);
-    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-  }
-  uint64_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-  for (int t = 0; t < 80; ++t) {
-    const uint64_t t1 = hh + (Rotr64(e, 14) ^ Rotr64(e, 18) ^ Rotr64(e, 41)) +
-                        ((e & f) ^ (~e & g)) + kSha512K[t] + w[t];
-    const uint64_t t2 =
-        (Rotr64(a, 28) ^ Rotr64(a, 34) ^ Rotr64(a, 39)) + ((a & b) ^ (a & c) ^ (b & c));
-    hh = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a;
-  h[1] += b;
-  h[2] += c;
-  h[3] += d;
-  h[4] += e;
-  h[5] += f;
-  h[6] += g;
-  h[7] += hh;
-  SecureZero(w, sizeof(w));
+  SHA512_CTX ctx;
+  static_assert(sizeof(ctx.h) == 8 * sizeof(uint64_t));
+  std::memcpy(ctx.h, h, sizeof(ctx.h));
+  SHA512_Transform(&ctx, block);
+  std::memcpy(h, ctx.h, sizeof(ctx.h));
+  SecureZero(&ctx, sizeof(ctx));
 }
 
 #if defined(__x86_64__)
