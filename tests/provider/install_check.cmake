@@ -24,8 +24,14 @@ activate = 1
 module = pqcd-provider.so
 activate = 1
 ")
+# In the ASan build the module is instrumented and openssl is not: the runtimes are preloaded.
+set(preload_env)
+if(PRELOAD)
+  string(REPLACE ":" " " preload_list "${PRELOAD}")  # the runtimes' paths, ':'-separated
+  set(preload_env "LD_PRELOAD=${preload_list}" "ASAN_OPTIONS=detect_leaks=0")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env OPENSSL_CONF=${WORK_DIR}/openssl.cnf
-                        OPENSSL_MODULES=${WORK_DIR}/prefix/${MODULES_DIR}
+                        OPENSSL_MODULES=${WORK_DIR}/prefix/${MODULES_DIR} ${preload_env}
                         openssl list -kem-algorithms
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 foreach(kem X25519MLKEM768 SecP256r1MLKEM768 SecP384r1MLKEM1024 ML-KEM-512 ML-KEM-768 ML-KEM-1024)

@@ -20,14 +20,16 @@ import tempfile
 import time
 
 from tls_harness import (SKIP, TIMEOUT, Daemon, Failure, Processes, accepts, exited, find_nginx,
-                         free_port, make_certificate, read, wait_for, write_nginx_conf,
-                         write_openssl_cnf)
+                         free_port, make_certificate, provider_env, read, wait_for,
+                         write_nginx_conf, write_openssl_cnf)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pqcd", required=True)
     ap.add_argument("--provider", required=True)
+    ap.add_argument("--preload", action="append", default=[],
+                    help="a sanitizer runtime to preload into nginx (which loads the provider)")
     args = ap.parse_args()
     chromium = shutil.which("chromium")
     nginx = find_nginx()
@@ -52,7 +54,7 @@ def main():
             'default_type text/html; return 200 "<p id=x>hello from pqcd</p>\\n";', access_log)
         nginx_out = os.path.join(d, "nginx.out")
         nginx_proc = procs.start("nginx", [nginx, "-p", d, "-c", conf, "-e", error_log], nginx_out,
-                                 env=dict(os.environ, OPENSSL_CONF=cnf))
+                                 env=provider_env(cnf, args.preload))
         wait_for("nginx", lambda: accepts(port) or exited(nginx_proc, error_log, nginx_out))
         encaps = lambda: daemon.operations("encaps", "X25519MLKEM768")
         before = encaps()

@@ -44,8 +44,8 @@ import tempfile
 import time
 
 from tls_harness import (SKIP, TIMEOUT, Daemon, Failure, Processes, accepts, exited, find_nginx,
-                         free_port, make_certificate, read, wait_for, write_nginx_conf,
-                         write_openssl_cnf)
+                         free_port, make_certificate, provider_env, read, wait_for,
+                         write_nginx_conf, write_openssl_cnf)
 
 GROUP = "X25519MLKEM768"
 GROUP_ID = 0x11EC
@@ -58,14 +58,7 @@ PRELOAD = []  # sanitizer runtimes for the programs that load an instrumented pr
 
 def env_with(cnf):
     """The environment of a program that loads the provider (openssl, nginx, curl)."""
-    env = dict(os.environ)
-    env["OPENSSL_CONF"] = cnf
-    env.pop("PQCD_PROVIDER_ADDRESS", None)
-    if PRELOAD:
-        env["LD_PRELOAD"] = " ".join(PRELOAD)
-        # Leaks of Debian's openssl, nginx and curl at exit are not ours to report.
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    return env
+    return provider_env(cnf, PRELOAD)
 
 
 def s_client(port, cnf, request=b"", extra=(), group=GROUP):

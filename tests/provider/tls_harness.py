@@ -141,6 +141,20 @@ class Daemon:
         return {op: self.operations(op, group) for op in ("keygen", "encaps", "decaps")}
 
 
+def provider_env(cnf, preload=()):
+    """The environment of a program that loads the provider (openssl, nginx, curl) through
+    `cnf`; in the sanitizer build the runtimes in `preload` are preloaded into it (the provider
+    is instrumented, the program is not), with leak reports off: leaks of Debian's programs at
+    their exit are not ours to report."""
+    env = dict(os.environ)
+    env["OPENSSL_CONF"] = cnf
+    env.pop("PQCD_PROVIDER_ADDRESS", None)
+    if preload:
+        env["LD_PRELOAD"] = " ".join(preload)
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return env
+
+
 def write_openssl_cnf(path, provider, address=None, extra=""):
     """An openssl.cnf that keeps the default provider and loads `provider` (its pqcd_address:
     `address`, none for the in-process build)."""
