@@ -86,6 +86,13 @@ void Sha512Compress(uint64_t h[8], const uint8_t block[128]) {
   SecureZero(&ctx, sizeof(ctx));
 }
 
+__attribute__((noinline)) void WipeStackBelow() {
+  // Well beyond the frames of SHA512_Transform and the assembly under it (about 1.5 KiB).
+  uint8_t burn[8192];
+  SecureZero(burn, sizeof(burn));
+  __asm__ volatile("" : : "r"(burn) : "memory");
+}
+
 #if defined(__x86_64__)
 // FIPS 180-4 §6.2.2 with SHA256RNDS2 (two rounds), SHA256MSG1/MSG2 (the message schedule). The
 // instructions keep the state as ABEF and CDGH; the words are big-endian.

@@ -73,6 +73,10 @@ inline void Sha256Compress(uint32_t h[8], const uint8_t block[64]) {
   ActiveSha256Compress()(h, block);
 }
 void Sha512Compress(uint64_t h[8], const uint8_t block[128]);
+// Sha512Compress is OpenSSL's block function, whose assembly keeps the message schedule in its own
+// stack frame and leaves it there. After hashing secret data (PRF_msg's HMAC key block) the caller
+// overwrites that stack region with this (noinline: its frame lies where the callee frames were).
+void WipeStackBelow();
 
 // Incremental SHA-256: from the IV, or from a chaining value after `blocks` whole blocks.
 class Sha256 {

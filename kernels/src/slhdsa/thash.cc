@@ -109,6 +109,7 @@ void Hmac(const uint8_t* key, size_t key_len, size_t block, size_t digest, Bytes
   SecureZero(pad, sizeof(pad));
   SecureZero(inner, sizeof(inner));
   SecureZero(full, sizeof(full));
+  WipeStackBelow();  // the compressions' schedules of the key block (OpenSSL's, for SHA-512)
 }
 
 // One-block hashes on a backend's SHA-2 lanes (SHA-256: Word uint32_t, 64-byte blocks; SHA-512:
