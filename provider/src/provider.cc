@@ -140,8 +140,7 @@ __attribute__((format(printf, 6, 7))) void RaiseError(const ProvCtx* prov, const
 // A failed daemon call: unreachable (fail-closed, naming the address) or refused.
 void RaiseCallError(const ProvCtx* prov, const char* file, int line, const char* func,
                     const char* op, const Group& group, const absl::Status& status) {
-  const bool unreachable = status.code() == absl::StatusCode::kUnavailable ||
-                           status.code() == absl::StatusCode::kDeadlineExceeded;
+  const bool unreachable = Unreachable(status);
   const std::string message(status.message());
   RaiseError(prov, file, line, func, unreachable ? kUnreachable : kRefused, "%s %s at %s: %s: %s",
              op, group.name, prov->transport->config().address.c_str(),

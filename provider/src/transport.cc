@@ -441,38 +441,33 @@ absl::StatusOr<client::DecapsResult> Transport::RemoteDecaps(client::Algorithm a
 
 namespace {
 
-bool Unreachable(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kUnavailable ||
-         s.code() == absl::StatusCode::kDeadlineExceeded;
+// The daemon's answer, or with fallback_local the local computation where it was unreachable.
+template <class T, class Local>
+absl::StatusOr<T> OrLocal(bool fallback_local, absl::StatusOr<T> remote, Local local) {
+  if (!remote.ok() && fallback_local && Unreachable(remote.status())) {
+    return local();
+  }
+  return remote;
 }
 
 }  // namespace
 
 absl::StatusOr<client::KeyPair> Transport::KeyGen(client::Algorithm algorithm) {
-  absl::StatusOr<client::KeyPair> r = RemoteKeyGen(algorithm);
-  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
-    return local::KeyGen(algorithm);
-  }
-  return r;
+  return OrLocal(config_.fallback_local, RemoteKeyGen(algorithm),
+                 [&] { return local::KeyGen(algorithm); });
 }
 
 absl::StatusOr<client::EncapsResult> Transport::Encaps(client::Algorithm algorithm,
                                                        const std::string& public_key) {
-  absl::StatusOr<client::EncapsResult> r = RemoteEncaps(algorithm, public_key);
-  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
-    return local::Encaps(algorithm, public_key);
-  }
-  return r;
+  return OrLocal(config_.fallback_local, RemoteEncaps(algorithm, public_key),
+                 [&] { return local::Encaps(algorithm, public_key); });
 }
 
 absl::StatusOr<client::DecapsResult> Transport::Decaps(client::Algorithm algorithm,
                                                        const std::string& private_key,
                                                        const std::string& ciphertext) {
-  absl::StatusOr<client::DecapsResult> r = RemoteDecaps(algorithm, private_key, ciphertext);
-  if (!r.ok() && config_.fallback_local && Unreachable(r.status())) {
-    return local::Decaps(algorithm, private_key, ciphertext);
-  }
-  return r;
+  return OrLocal(config_.fallback_local, RemoteDecaps(algorithm, private_key, ciphertext),
+                 [&] { return local::Decaps(algorithm, private_key, ciphertext); });
 }
 
 }  // namespace pqcd::provider

@@ -41,6 +41,13 @@ struct TransportConfig {
 
 class DirectLanes;
 
+// The daemon could not be reached, or did not answer in time (UNAVAILABLE, DEADLINE_EXCEEDED):
+// what fails closed by default, and what `fallback_local` computes in process instead.
+inline bool Unreachable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
 class Transport {
  public:
   explicit Transport(TransportConfig config);
