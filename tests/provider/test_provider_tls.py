@@ -156,6 +156,16 @@ def first_answer(port, record):
     return ("record type", data[0])
 
 
+def run_evp_check(evp_check, cnf):
+    """Runs provider_evp_check with `cnf` (an instrumented build of its own: nothing to preload,
+    and no OPENSSL_CONF or PQCD_PROVIDER_ADDRESS of ours): (exit status, stdout, stderr)."""
+    env = dict(os.environ)
+    env.pop("OPENSSL_CONF", None)
+    env.pop("PQCD_PROVIDER_ADDRESS", None)
+    r = subprocess.run([evp_check, cnf], capture_output=True, env=env, timeout=TIMEOUT)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
 def step(msg):
     print(f"-- {msg}", flush=True)
 
@@ -243,15 +253,9 @@ def main():
             step(f"provider_evp_check over {transport}: EVP keygen/encapsulate/decapsulate, "
                  "refused shares")
             before = client_daemon.counts()
-            env = dict(os.environ)  # an instrumented build of its own: nothing to preload
-            env.pop("OPENSSL_CONF", None)
-            env.pop("PQCD_PROVIDER_ADDRESS", None)
-            r = subprocess.run([args.evp_check, cnf], capture_output=True, env=env,
-                               timeout=TIMEOUT)
-            out = r.stdout.decode(errors="replace")
-            if r.returncode != 0:
-                raise Failure(f"provider_evp_check (rc {r.returncode}):\n{out}\n"
-                              f"{r.stderr.decode(errors='replace')[-3000:]}")
+            rc, out, err = run_evp_check(args.evp_check, cnf)
+            if rc != 0:
+                raise Failure(f"provider_evp_check (rc {rc}):\n{out}\n{err[-3000:]}")
             # Of X25519MLKEM768: one keygen, one encaps, one decaps. The refused shares never reach
             # the daemon: the provider refuses them when libssl sets them.
             expect_counts(client_daemon, before, {"keygen": 1, "encaps": 1, "decaps": 1},
@@ -270,25 +274,18 @@ def main():
         gone = os.path.join(directory, "no-daemon.sock")
         fallback_cnf = os.path.join(directory, "fallback-openssl.cnf")
         write_openssl_cnf(fallback_cnf, args.provider, "unix:" + gone, "pqcd_fallback = local\n")
-        env = dict(os.environ)
-        env.pop("OPENSSL_CONF", None)
-        env.pop("PQCD_PROVIDER_ADDRESS", None)
-        r = subprocess.run([args.evp_check, fallback_cnf], capture_output=True, env=env,
-                           timeout=TIMEOUT)
-        out = r.stdout.decode(errors="replace")
-        if r.returncode != 0:
-            raise Failure(f"provider_evp_check with the local fallback (rc {r.returncode}):\n"
-                          f"{out}\n{r.stderr.decode(errors='replace')[-3000:]}")
+        rc, out, err = run_evp_check(args.evp_check, fallback_cnf)
+        if rc != 0:
+            raise Failure(f"provider_evp_check with the local fallback (rc {rc}):\n{out}\n"
+                          f"{err[-3000:]}")
         print(f"   {sum(1 for l in out.splitlines() if l.startswith('ok '))} checks passed "
               "without a daemon")
         # The default (fail-closed) with the same missing daemon: every operation fails.
         closed_cnf = os.path.join(directory, "closed-openssl.cnf")
         write_openssl_cnf(closed_cnf, args.provider, "unix:" + gone)
-        r = subprocess.run([args.evp_check, closed_cnf], capture_output=True, env=env,
-                           timeout=TIMEOUT)
-        out = r.stdout.decode(errors="replace")
-        if r.returncode == 0 or "no pqcd daemon listening" not in out:
-            raise Failure(f"fail-closed without a daemon: rc {r.returncode}\n{out[-2000:]}")
+        rc, out, _ = run_evp_check(args.evp_check, closed_cnf)
+        if rc == 0 or "no pqcd daemon listening" not in out:
+            raise Failure(f"fail-closed without a daemon: rc {rc}\n{out[-2000:]}")
         print("   the default (fail-closed): keygen fails, naming the missing daemon")
 
         if args.async_check:
