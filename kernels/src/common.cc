@@ -2,7 +2,16 @@
 
 #include <string.h>  // explicit_bzero
 
-#if defined(PQCD_HAVE_VALGRIND)
+#if defined(__has_feature)
+#if __has_feature(memory_sanitizer)
+#define PQCD_CT_MSAN 1
+#include <sanitizer/msan_interface.h>
+#endif
+#endif
+#ifndef PQCD_CT_MSAN
+#define PQCD_CT_MSAN 0
+#endif
+#if !PQCD_CT_MSAN && defined(PQCD_HAVE_VALGRIND)
 #include <valgrind/memcheck.h>
 #endif
 
@@ -15,7 +24,9 @@ void SecureZero(void* p, size_t n) {
 }
 
 void CtSecret(const void* p, size_t n) {
-#if defined(PQCD_HAVE_VALGRIND)
+#if PQCD_CT_MSAN
+  __msan_poison(p, n);
+#elif defined(PQCD_HAVE_VALGRIND)
   VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #else
   (void)p;
@@ -24,7 +35,9 @@ void CtSecret(const void* p, size_t n) {
 }
 
 void CtPublic(const void* p, size_t n) {
-#if defined(PQCD_HAVE_VALGRIND)
+#if PQCD_CT_MSAN
+  __msan_unpoison(p, n);
+#elif defined(PQCD_HAVE_VALGRIND)
   VALGRIND_MAKE_MEM_DEFINED(p, n);
 #else
   (void)p;
