@@ -83,6 +83,10 @@ void RunKem() {
   ct[5] ^= 1;
   s = Kem::Decaps(dk, ct, ss2);
   Check(s.ok(), "ML-KEM decaps (tampered)");
+  // The import check of an expanded key (the §7.3 hash check, the modulus check of its ek, and the
+  // consistency of dk_PKE with ek), as the daemon runs it on every imported or stored key.
+  s = Kem::CheckExpandedPrivateKey(dk);
+  Check(s.ok(), "ML-KEM expanded-key check");
   // Decaps from the seed form.
   s = Kem::Decaps(seed, ct, ss2);
   Check(s.ok(), "ML-KEM decaps (seed)");
@@ -123,6 +127,9 @@ void RunDsa() {
   k::CtPublic(sk.data(), sk.size());
   k::CtSecret(sk.data() + 32, 32);
   k::CtSecret(sk.data() + 128, sk.size() - 128);
+  // The import check of an expanded key (t recomputed from s1 and s2, the encodings' ranges).
+  s = Dsa::CheckExpandedPrivateKey(sk, pk);
+  Check(s.ok(), "ML-DSA expanded-key check");
   // Several messages, hedged (rnd secret) and deterministic: every signature takes ~4-5 attempts
   // on average, so the rejected attempts (whose challenge c~ / c must stay secret: only their
   // reject verdicts are declassified) are exercised many times over.
@@ -178,6 +185,9 @@ void RunSlhDsa() {
   absl::Status s = Slh::KeyGenFromSeed(seed, pk, sk);
   Check(s.ok(), "SLH-DSA keygen");
   k::CtPublic(pk.data(), pk.size());
+  // The import check of a private key (PK.root recomputed from SK.seed).
+  s = Slh::CheckExpandedPrivateKey(sk, pk);
+  Check(s.ok(), "SLH-DSA expanded-key check");
   uint8_t msg[] = "constant-time check message";
   k::DsaSignOptions opts;
   for (bool deterministic : {false, true}) {
