@@ -17,20 +17,11 @@ void portable::Sha512Lanes1(uint64_t* v, const uint8_t* const* blocks) {
 }
 
 namespace {
-void StoreBe32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
 // The block ADRSc || n message bytes (left zero) || padding of a one-block F or PRF.
 void LayOut(uint8_t blk[64], const uint8_t* adrsc, size_t n) {
-  std::memset(blk, 0, 64);
   std::memcpy(blk, adrsc, kAdrscBytes);
-  blk[kAdrscBytes + n] = 0x80;
-  const uint64_t bits = (64 + kAdrscBytes + n) * 8;  // after PK.seed's block
-  StoreBe32(blk + 56, static_cast<uint32_t>(bits >> 32));
-  StoreBe32(blk + 60, static_cast<uint32_t>(bits));
+  std::memset(blk + kAdrscBytes, 0, n);
+  PadAfterChain(blk, 64, 64, kAdrscBytes + n);
 }
 }  // namespace
 
@@ -43,8 +34,7 @@ void portable::Sha256Chains(const Sha256ChainsArgs& a) {
   for (size_t i = 0; i < a.count; ++i) {
     uint8_t* value = a.values[i];
     if (a.prf_adrsc != nullptr) {
-      LayOut(blk, a.prf_adrsc + i * kAdrscBytes, n);
-      std::memcpy(blk + kAdrscBytes, a.sk_seed, n);
+      LayOutPrfBlock(blk, a, i);
       std::memcpy(h, a.chain, sizeof(h));
       compress(h, blk);
       for (size_t w = 0; w < n / 4; ++w) StoreBe32(value + 4 * w, h[w]);
@@ -68,17 +58,12 @@ void portable::Sha512H(const Sha512HArgs& a) {
   uint8_t blk[128];
   uint64_t h[8];
   for (size_t i = 0; i < a.count; ++i) {
-    std::memset(blk, 0, sizeof(blk));
     std::memcpy(blk, a.adrsc + i * kAdrscBytes, kAdrscBytes);
     std::memcpy(blk + kAdrscBytes, a.in[i], 2 * n);
-    blk[kAdrscBytes + 2 * n] = 0x80;
-    StoreBe32(blk + 124, static_cast<uint32_t>((128 + kAdrscBytes + 2 * n) * 8));
+    PadAfterChain(blk, 128, 128, kAdrscBytes + 2 * n);
     std::memcpy(h, a.chain, sizeof(h));
     Sha512Compress(h, blk);
-    for (size_t w = 0; w < n / 8; ++w) {
-      StoreBe32(a.out[i] + 8 * w, static_cast<uint32_t>(h[w] >> 32));
-      StoreBe32(a.out[i] + 8 * w + 4, static_cast<uint32_t>(h[w]));
-    }
+    for (size_t w = 0; w < n / 8; ++w) StoreBe64(a.out[i] + 8 * w, h[w]);
   }
   SecureZero(blk, sizeof(blk));
   SecureZero(h, sizeof(h));

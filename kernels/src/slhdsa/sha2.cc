@@ -22,25 +22,12 @@ namespace {
 constexpr uint32_t Rotr32(uint32_t x, int r) {
   return (x >> r) | (x << (32 - r));
 }
-uint32_t Load32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-void Store32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-void Store64(uint8_t* p, uint64_t v) {
-  Store32(p, static_cast<uint32_t>(v >> 32));
-  Store32(p + 4, static_cast<uint32_t>(v));
-}
 
 }  // namespace
 
 void Sha256CompressPortable(uint32_t h[8], const uint8_t block[64]) {
   uint32_t w[64];
-  for (int t = 0; t < 16; ++t) w[t] = Load32(block + 4 * t);
+  for (int t = 0; t < 16; ++t) w[t] = LoadBe32(block + 4 * t);
   for (int t = 16; t < 64; ++t) {
     const uint32_t s0 = Rotr32(w[t - 15], 7) ^ Rotr32(w[t - 15], 18) ^ (w[t - 15] >> 3);
     const uint32_t s1 = Rotr32(w[t - 2], 17) ^ Rotr32(w[t - 2], 19) ^ (w[t - 2] >> 10);
@@ -225,10 +212,10 @@ void Sha256::Final(uint8_t* out, size_t out_len) {
     fill_ = 0;
   }
   std::memset(buf_ + fill_, 0, 56 - fill_);
-  Store64(buf_ + 56, bits);
+  StoreBe64(buf_ + 56, bits);
   compress_(h_, buf_);
   uint8_t digest[32];
-  for (int i = 0; i < 8; ++i) Store32(digest + 4 * i, h_[i]);
+  for (int i = 0; i < 8; ++i) StoreBe32(digest + 4 * i, h_[i]);
   std::memcpy(out, digest, out_len);
   SecureZero(digest, sizeof(digest));
 }
@@ -274,10 +261,10 @@ void Sha512::Final(uint8_t* out, size_t out_len) {
     fill_ = 0;
   }
   std::memset(buf_ + fill_, 0, 120 - fill_);
-  Store64(buf_ + 120, bits);
+  StoreBe64(buf_ + 120, bits);
   Sha512Compress(h_, buf_);
   uint8_t digest[64];
-  for (int i = 0; i < 8; ++i) Store64(digest + 8 * i, h_[i]);
+  for (int i = 0; i < 8; ++i) StoreBe64(digest + 8 * i, h_[i]);
   std::memcpy(out, digest, out_len);
   SecureZero(digest, sizeof(digest));
 }

@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "pqcd/kernels/common.h"
+#include "slhdsa/backend.h"
 
 namespace pqcd::kernels::slhdsa {
 
@@ -57,6 +59,44 @@ void Sha256CompressShaNi(uint32_t h[8], const uint8_t block[64]);
 bool Sha256ShaNiSupported();
 // How the one-block SHA-256 calls of the SHA2 sets run: one at a time on the portable code or on
 // the SHA extensions, or several at once on the backend's SHA-256 lanes (slhdsa/backend.h).
+// SHA-2's big-endian words (a load or store and a byte swap).
+inline uint32_t LoadBe32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return __builtin_bswap32(v);
+}
+inline void StoreBe32(uint8_t* p, uint32_t v) {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+inline uint64_t LoadBe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+inline void StoreBe64(uint8_t* p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+
+// FIPS 180-4 padding (§5.1) of a message resumed after PK.seed's block of `chain_block` bytes
+// (64 or 128): b holds the msg_len bytes that follow that block in `size` bytes (whole blocks),
+// and the rest becomes 0x80, zeros and the bit length of the whole message, PK.seed's block
+// included. The 64-bit length field serves SHA-512's 128-bit one too (its high half is zero).
+inline void PadAfterChain(uint8_t* b, size_t size, size_t chain_block, size_t msg_len) {
+  std::memset(b + msg_len, 0, size - msg_len);
+  b[msg_len] = 0x80;
+  StoreBe64(b + size - 8, (chain_block + msg_len) * 8);
+}
+
+// The block that PRF(PK.seed, SK.seed, ADRS) compresses after PK.seed's (FIPS 205 §11.2.1) for
+// chain i of a sha256_chains call: ADRSc || SK.seed || padding. Secret: the caller wipes it.
+inline void LayOutPrfBlock(uint8_t blk[64], const Sha256ChainsArgs& a, size_t i) {
+  std::memcpy(blk, a.prf_adrsc + i * kAdrscBytes, kAdrscBytes);
+  std::memcpy(blk + kAdrscBytes, a.sk_seed, a.n);
+  PadAfterChain(blk, 64, 64, kAdrscBytes + a.n);
+}
+
 enum class Sha256Path : uint8_t { kAuto, kPortable, kShaNi, kLanes };
 // The path for the active backend: portable on the portable backend (PQCD_ISA=portable keeps
 // every kernel portable); the backend's lanes where it has sixteen (AVX-512) or F chains of its

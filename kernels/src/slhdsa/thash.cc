@@ -51,17 +51,6 @@ void Compress(const Adrs& a, uint8_t out[kAdrscBytes]) {
   std::memcpy(out + 10, a.b + 20, 12);
 }
 
-void StoreBe32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-void StoreBe64(uint8_t* p, uint64_t v) {
-  StoreBe32(p, static_cast<uint32_t>(v >> 32));
-  StoreBe32(p + 4, static_cast<uint32_t>(v));
-}
-
 // The SHA2 hash of the set's "wide" functions (H, T_l, H_msg, PRF_msg): SHA-256 for n = 16,
 // SHA-512 for n = 24 and 32 (§11.2.1 / §11.2.2).
 bool Wide(const SlhDsaParams& p) {
@@ -126,13 +115,13 @@ void CompressLanes(void (*fn)(Word*, const uint8_t* const*), size_t lanes, const
     const size_t live = std::min(lanes, count - done);
     for (size_t j = 0; j < lanes; ++j) {
       uint8_t* b = blks[j];
-      std::memset(b, 0, kBlock);
       if (j < live) {
         Compress(adrs[done + j], b);
         std::memcpy(b + kAdrscBytes, data[done + j], data_len);
+      } else {
+        std::memset(b, 0, kAdrscBytes + data_len);  // an idle lane: a block of zeros
       }
-      b[kAdrscBytes + data_len] = 0x80;
-      StoreBe64(b + kBlock - 8, (kBlock + kAdrscBytes + data_len) * 8);
+      PadAfterChain(b, kBlock, kBlock, kAdrscBytes + data_len);
       ptrs[j] = b;
       for (int w = 0; w < 8; ++w) v[w * lanes + j] = chain[w];
     }
@@ -276,11 +265,9 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
       return;
     }
     for (size_t i = 0; i < count; ++i) {
-      std::memset(blk, 0, sizeof(blk));
       Compress(adrs[i], blk);
       std::memcpy(blk + kAdrscBytes, data[i], data_len);
-      blk[kAdrscBytes + data_len] = 0x80;
-      StoreBe64(blk + 56, (64 + kAdrscBytes + data_len) * 8);
+      PadAfterChain(blk, 64, 64, kAdrscBytes + data_len);
       uint32_t h[8];
       std::memcpy(h, sha256_chain_, sizeof(h));
       compress256_(h, blk);
@@ -319,11 +306,9 @@ void Hashes::OneBlock(bool wide, const Adrs* adrs, const uint8_t* const* data, s
     return;
   }
   for (size_t i = 0; i < count; ++i) {
-    std::memset(blk, 0, sizeof(blk));
     Compress(adrs[i], blk);
     std::memcpy(blk + kAdrscBytes, data[i], data_len);
-    blk[kAdrscBytes + data_len] = 0x80;
-    StoreBe64(blk + 120, (128 + kAdrscBytes + data_len) * 8);
+    PadAfterChain(blk, 128, 128, kAdrscBytes + data_len);
     uint64_t h[8];
     std::memcpy(h, sha512_chain_, sizeof(h));
     Sha512Compress(h, blk);
@@ -480,13 +465,13 @@ void Hashes::TMany(const Adrs* adrs, const uint8_t* const* in, size_t in_len, ui
     const size_t live = std::min(lanes, count - base);
     for (size_t j = 0; j < lanes; ++j) {
       uint8_t* b = buf[j];
-      std::memset(b, 0, blocks * 128);
       if (j < live) {
         Compress(adrs[base + j], b);
         std::memcpy(b + kAdrscBytes, in[base + j], in_len);
+      } else {
+        std::memset(b, 0, msg);  // an idle lane: blocks of zeros
       }
-      b[msg] = 0x80;
-      StoreBe64(b + blocks * 128 - 8, (128 + msg) * 8);
+      PadAfterChain(b, blocks * 128, 128, msg);
       for (int w = 0; w < 8; ++w) v[w * lanes + j] = sha512_chain_[w];
     }
     for (size_t k = 0; k < blocks; ++k) {

@@ -17,12 +17,6 @@ inline __m256i Rotr(__m256i x) {
   return _mm256_or_si256(_mm256_srli_epi32(x, R), _mm256_slli_epi32(x, 32 - R));
 }
 
-uint32_t LoadBe32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return __builtin_bswap32(v);
-}
-
 void Sha256CompressX8Avx2(uint32_t* v, const uint8_t* const* blocks) {
   __m256i w[64];
   for (int t = 0; t < 16; ++t) {
@@ -118,11 +112,6 @@ __attribute__((always_inline)) inline void Rounds(__m256i s[8], __m256i w[16]) {
   s[7] = h;
 }
 
-void StoreBe32(uint8_t* p, uint32_t v) {
-  v = __builtin_bswap32(v);
-  std::memcpy(p, &v, 4);
-}
-
 // slhdsa::Backend::sha256_chains on eight lanes: the avx512 table's ChainsX16 (which says how a
 // step's block is made from the lanes' words) with YMM registers, and a lane whose chain is done
 // keeping its value through a blend on the public compare of its steps.
@@ -156,16 +145,13 @@ void ChainsX8(const Sha256ChainsArgs& args) {
       fixed[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m[t]));
     if (args.prf_adrsc != nullptr) {
       for (size_t j = 0; j < live; ++j) {
-        alignas(16) uint8_t blk[64] = {};
-        std::memcpy(blk, args.prf_adrsc + (base + j) * kAdrscBytes, kAdrscBytes);
-        std::memcpy(blk + kAdrscBytes, args.sk_seed, n);
+        alignas(16) uint8_t blk[64];
+        LayOutPrfBlock(blk, args, base + j);
         for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blk + 4 * t);
         std::memset(blk, 0, sizeof(blk));
         asm volatile("" : : "r"(blk) : "memory");
       }
       for (int t = 0; t < 16; ++t) w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m[t]));
-      w[5 + kWords] = _mm256_or_si256(w[5 + kWords], pad);
-      w[15] = bits;
       __m256i x[8];
       for (int i = 0; i < 8; ++i) x[i] = iv[i];
       Rounds<0, 64>(x, w);
@@ -235,11 +221,7 @@ inline __m256i Rotr64(__m256i x) {
 void Sha512CompressX4Avx2(uint64_t* v, const uint8_t* const* blocks) {
   alignas(32) uint64_t m[16][4];
   for (int j = 0; j < 4; ++j) {
-    for (int t = 0; t < 16; ++t) {
-      uint64_t x;
-      std::memcpy(&x, blocks[j] + 8 * t, 8);
-      m[t][j] = __builtin_bswap64(x);
-    }
+    for (int t = 0; t < 16; ++t) m[t][j] = LoadBe64(blocks[j] + 8 * t);
   }
   __m256i w[16];
   for (int t = 0; t < 16; ++t) w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m[t]));

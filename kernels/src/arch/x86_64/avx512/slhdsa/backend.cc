@@ -70,16 +70,6 @@ __attribute__((always_inline)) inline void Rounds(__m512i s[8], __m512i w[16]) {
   s[7] = h;
 }
 
-uint32_t LoadBe32(const uint8_t* p) {
-  uint32_t w;
-  std::memcpy(&w, p, 4);
-  return __builtin_bswap32(w);
-}
-void StoreBe32(uint8_t* p, uint32_t v) {
-  v = __builtin_bswap32(v);
-  std::memcpy(p, &v, 4);
-}
-
 void Sha256CompressX16Avx512(uint32_t* v, const uint8_t* const* blocks) {
   // The sixteen blocks' words transposed: m[t][j] is word t (big-endian) of lane j.
   alignas(64) uint32_t m[16][16];
@@ -134,16 +124,13 @@ void ChainsX16(const Sha256ChainsArgs& args) {
     const size_t live = std::min(kLanes, args.count - base);
     std::memset(m, 0, sizeof(m));
     for (size_t j = 0; j < live; ++j) {
-      alignas(16) uint8_t blk[64] = {};
-      std::memcpy(blk, args.prf_adrsc + (base + j) * kAdrscBytes, kAdrscBytes);
-      std::memcpy(blk + kAdrscBytes, args.sk_seed, n);
+      alignas(16) uint8_t blk[64];
+      LayOutPrfBlock(blk, args, base + j);
       for (int t = 0; t < 16; ++t) m[t][j] = LoadBe32(blk + 4 * t);
       std::memset(blk, 0, sizeof(blk));
       asm volatile("" : : "r"(blk) : "memory");
     }
     for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
-    w[5 + kWords] = _mm512_or_si512(w[5 + kWords], pad);
-    w[15] = bits;
     __m512i x[8];
     for (int i = 0; i < 8; ++i) x[i] = iv[i];
     Rounds<0, 64>(x, w);
@@ -309,11 +296,7 @@ __attribute__((always_inline)) inline void Rounds512(__m512i s[8], __m512i w[16]
 void Sha512CompressX8Avx512(uint64_t* v, const uint8_t* const* blocks) {
   alignas(64) uint64_t m[16][8];
   for (int j = 0; j < 8; ++j) {
-    for (int t = 0; t < 16; ++t) {
-      uint64_t w;
-      std::memcpy(&w, blocks[j] + 8 * t, 8);
-      m[t][j] = __builtin_bswap64(w);
-    }
+    for (int t = 0; t < 16; ++t) m[t][j] = LoadBe64(blocks[j] + 8 * t);
   }
   __m512i w[16];
   for (int t = 0; t < 16; ++t) w[t] = _mm512_load_si512(m[t]);
@@ -353,11 +336,8 @@ void HX8(const Sha512HArgs& args) {
     for (size_t j = 0; j < 8; ++j) {
       if (j < live) {  // public: the number of calls
         const uint8_t* ad = args.adrsc + (base + j) * kAdrscBytes;
-        uint64_t x0, x1;
-        std::memcpy(&x0, ad, 8);
-        std::memcpy(&x1, ad + 8, 8);
-        fixed[0][j] = __builtin_bswap64(x0);
-        fixed[1][j] = __builtin_bswap64(x1);
+        fixed[0][j] = LoadBe64(ad);
+        fixed[1][j] = LoadBe64(ad + 8);
         uint64_t hi = 0;
         for (int k = 16; k < 22; ++k) hi = (hi << 8) | ad[k];
         fixed[2][j] = hi << 16;
