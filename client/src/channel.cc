@@ -33,6 +33,17 @@ bool HasScheme(absl::string_view t) {
          absl::StartsWith(t, "dns:") || absl::StrContains(t, "://");
 }
 
+}  // namespace
+
+std::optional<std::string> UnixSocketPath(std::string_view target) {
+  if (!target.starts_with("unix:")) return std::nullopt;
+  std::string_view path = target.substr(5);
+  if (path.starts_with("//")) path.remove_prefix(2);  // unix:///path
+  return std::string(path);
+}
+
+namespace {
+
 // Resolves "host:port" / "[v6]:port" to one numeric address, IPv4 preferred.
 absl::StatusOr<std::pair<int, std::string>> ResolveHostPort(absl::string_view target) {
   std::string host, port;
@@ -143,11 +154,9 @@ absl::StatusOr<std::string> BuildChannelTarget(const std::vector<std::string>& t
   for (const std::string& t : targets) {
     int f;
     std::string addr;
-    if (absl::StartsWith(t, "unix:")) {
+    if (std::optional<std::string> path = UnixSocketPath(t)) {
       f = AF_UNIX;
-      absl::string_view path = absl::string_view(t).substr(5);
-      if (absl::StartsWith(path, "//")) path.remove_prefix(2);
-      addr = std::string(path);
+      addr = *std::move(path);
     } else if (HasScheme(t)) {
       return absl::InvalidArgumentError(
           absl::StrCat("target '", t, "': several targets must each be host:port or unix:PATH"));
@@ -224,13 +233,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   }
   if (impl->options.lane.enabled) {
     const std::vector<std::string>& t = impl->options.targets;
-    if (t.size() != 1 || t[0].rfind("unix:", 0) != 0) {
+    const std::optional<std::string> path =
+        t.size() == 1 ? UnixSocketPath(t[0]) : std::optional<std::string>();
+    if (!path.has_value()) {
       impl->lane_status = "gRPC: lanes need one unix: target";
     } else {
-      std::string path = t[0].substr(5);
-      if (path.rfind("//", 0) == 0) path = path.substr(2);  // unix:///path
       auto lane =
-          internal::LaneTransport::Open(path, impl->options.lane.lanes, impl->options.lane.slots);
+          internal::LaneTransport::Open(*path, impl->options.lane.lanes, impl->options.lane.slots);
       if (lane.ok()) {
         impl->lane = *std::move(lane);
         impl->lane_status = "lanes";

@@ -175,10 +175,10 @@ class DirectLanes {
 };
 
 Transport::Transport(TransportConfig config) : config_(std::move(config)) {
-  if (config_.lane && absl::StartsWith(config_.address, "unix:")) {
-    std::string path = config_.address.substr(5);
-    if (absl::StartsWith(path, "//")) path = path.substr(2);  // unix:///path
-    direct_ = std::make_unique<DirectLanes>(std::move(path), config_.lane_spin_us);
+  if (config_.lane) {
+    if (std::optional<std::string> path = client::UnixSocketPath(config_.address)) {
+      direct_ = std::make_unique<DirectLanes>(*std::move(path), config_.lane_spin_us);
+    }
   }
 }
 
@@ -207,7 +207,7 @@ absl::StatusOr<std::shared_ptr<client::Client>> Transport::Get() {
   client::ClientOptions options;
   options.targets = {config_.address};
   options.default_timeout = config_.deadline;
-  options.lane.enabled = config_.lane && absl::StartsWith(config_.address, "unix:");
+  options.lane.enabled = config_.lane && client::UnixSocketPath(config_.address).has_value();
   absl::StatusOr<std::unique_ptr<client::Client>> made = client::Client::Create(options);
   if (!made.ok()) {
     return made.status();

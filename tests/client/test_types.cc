@@ -245,6 +245,15 @@ TEST(ChannelTarget, SeveralTargetsBecomeOneAddressList) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ChannelTarget, UnixSocketPathOfBothForms) {
+  EXPECT_EQ(UnixSocketPath("unix:/run/pqcd.sock"), "/run/pqcd.sock");
+  EXPECT_EQ(UnixSocketPath("unix:///run/pqcd.sock"), "/run/pqcd.sock");
+  EXPECT_EQ(UnixSocketPath("unix:pqcd.sock"), "pqcd.sock");
+  EXPECT_EQ(UnixSocketPath("unix-abstract:pqcd"), std::nullopt);
+  EXPECT_EQ(UnixSocketPath("127.0.0.1:50051"), std::nullopt);
+  EXPECT_EQ(UnixSocketPath("dns:///unix:/x"), std::nullopt);
+}
+
 TEST(Histogram, BucketsCoverValuesContiguously) {
   for (int b = 0; b + 1 < LatencyHistogram::kBuckets; ++b) {
     ASSERT_EQ(LatencyHistogram::BucketHigh(b) + 1, LatencyHistogram::BucketLow(b + 1)) << b;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <istream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,10 @@ class Stream {
 
 // Maps a gRPC status code number and message to absl::Status (the codes are equal).
 absl::Status StatusFromCode(int code, std::string_view message);
+
+// The socket path of a "unix:PATH" or "unix:///PATH" target; nullopt for any other target. The
+// shared-memory lanes (and the OpenSSL provider's own lanes) sit beside that socket.
+std::optional<std::string> UnixSocketPath(std::string_view target);
 
 // Builds the single gRPC target URI for the given targets (exposed for tests): one target is used
 // as given (a bare "unix:" path gets "unix:" kept); several are resolved to addresses and joined
