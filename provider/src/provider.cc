@@ -694,30 +694,33 @@ bool ReadConfig(ProvCtx* prov, OSSL_FUNC_core_get_params_fn* core_get_params,
   const char* lane = nullptr;
   const char* spin_us = nullptr;
   const char* fallback = nullptr;
+  struct Setting {
+    const char* key;  // in the openssl.cnf section
+    const char* env;  // overrides the section when set and not empty; null: none
+    const char** value;
+  };
+  const Setting settings[] = {
+      {"pqcd_address", "PQCD_PROVIDER_ADDRESS", &address},
+      {"pqcd_deadline_ms", "PQCD_PROVIDER_DEADLINE_MS", &deadline_ms},
+      {"pqcd_lane", nullptr, &lane},
+      {"pqcd_lane_spin_us", "PQCD_PROVIDER_LANE_SPIN_US", &spin_us},
+      {"pqcd_fallback", "PQCD_PROVIDER_FALLBACK", &fallback},
+  };
+  constexpr size_t kSettings = std::size(settings);
   if (core_get_params != nullptr) {
-    OSSL_PARAM request[] = {
-        OSSL_PARAM_construct_utf8_ptr("pqcd_address", const_cast<char**>(&address), 0),
-        OSSL_PARAM_construct_utf8_ptr("pqcd_deadline_ms", const_cast<char**>(&deadline_ms), 0),
-        OSSL_PARAM_construct_utf8_ptr("pqcd_lane", const_cast<char**>(&lane), 0),
-        OSSL_PARAM_construct_utf8_ptr("pqcd_lane_spin_us", const_cast<char**>(&spin_us), 0),
-        OSSL_PARAM_construct_utf8_ptr("pqcd_fallback", const_cast<char**>(&fallback), 0),
-        OSSL_PARAM_END,
-    };
+    OSSL_PARAM request[kSettings + 1];
+    for (size_t i = 0; i < kSettings; ++i) {
+      request[i] =
+          OSSL_PARAM_construct_utf8_ptr(settings[i].key, const_cast<char**>(settings[i].value), 0);
+    }
+    request[kSettings] = OSSL_PARAM_construct_end();
     if (!core_get_params(prov->handle, request)) {
       return false;
     }
   }
-  if (const char* env = std::getenv("PQCD_PROVIDER_ADDRESS"); env != nullptr && *env != '\0') {
-    address = env;
-  }
-  if (const char* env = std::getenv("PQCD_PROVIDER_DEADLINE_MS"); env != nullptr && *env != '\0') {
-    deadline_ms = env;
-  }
-  if (const char* env = std::getenv("PQCD_PROVIDER_LANE_SPIN_US"); env != nullptr && *env != '\0') {
-    spin_us = env;
-  }
-  if (const char* env = std::getenv("PQCD_PROVIDER_FALLBACK"); env != nullptr && *env != '\0') {
-    fallback = env;
+  for (const Setting& setting : settings) {
+    const char* env = setting.env != nullptr ? std::getenv(setting.env) : nullptr;
+    if (env != nullptr && *env != '\0') *setting.value = env;
   }
   if (address != nullptr && *address != '\0') {
     config->address = address;
