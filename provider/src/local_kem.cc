@@ -28,8 +28,6 @@ kernels::Bytes View(const std::string& s) {
 
 }  // namespace
 
-class DirectLanes {};  // no lanes in process
-
 absl::StatusOr<client::KeyPair> KeyGen(client::Algorithm algorithm) {
   absl::StatusOr<const kernels::AlgorithmDescriptor*> d = Row(algorithm);
   if (!d.ok()) {
@@ -58,9 +56,6 @@ absl::StatusOr<client::EncapsResult> Encaps(client::Algorithm algorithm,
     return d.status();
   }
   const kernels::AlgorithmFacts& f = *(*d)->facts;
-  if (public_key.size() != f.public_key_bytes) {
-    return absl::InvalidArgumentError("public key of the wrong length");
-  }
   client::EncapsResult r;
   r.ciphertext.resize(f.ciphertext_bytes);
   r.shared_secret.resize(f.secret_bytes);
@@ -68,7 +63,7 @@ absl::StatusOr<client::EncapsResult> Encaps(client::Algorithm algorithm,
   item.ek = View(public_key);
   item.ct = Mut(r.ciphertext);
   item.ss = Mut(r.shared_secret);
-  (*d)->kem->encaps_batch({&item, 1}, kernels::OsRandom());
+  (*d)->kem->encaps_batch({&item, 1}, kernels::OsRandom());  // checks the key (length included)
   if (!item.status.ok()) {
     OPENSSL_cleanse(r.shared_secret.data(), r.shared_secret.size());
     return item.status;
@@ -84,16 +79,13 @@ absl::StatusOr<client::DecapsResult> Decaps(client::Algorithm algorithm,
     return d.status();
   }
   const kernels::AlgorithmFacts& f = *(*d)->facts;
-  if (ciphertext.size() != f.ciphertext_bytes) {
-    return absl::InvalidArgumentError("ciphertext of the wrong length");
-  }
   client::DecapsResult r;
   r.shared_secret.resize(f.secret_bytes);
   kernels::KemDecapsItem item;
   item.dk = View(private_key);
   item.ct = View(ciphertext);
   item.ss = Mut(r.shared_secret);
-  (*d)->kem->decaps_batch({&item, 1});
+  (*d)->kem->decaps_batch({&item, 1});  // checks the lengths
   if (!item.status.ok()) {
     OPENSSL_cleanse(r.shared_secret.data(), r.shared_secret.size());
     return item.status;
