@@ -218,15 +218,15 @@ Outputs KnownOutputs() {
   {
     using Kem = k::MlKem<3>;
     std::vector<uint8_t> seed(64), m(32), ek(Kem::kEncapsKeyBytes), dk(Kem::kDecapsKeyBytes),
-        ct(Kem::kCiphertextBytes), ss(32), ss2(32);
+        ct(Kem::kCiphertextBytes), ss(32), ss2(32), rejected(32);
     k::SeededRandom(uint64_t{1}).Generate(seed).IgnoreError();
     k::SeededRandom(uint64_t{2}).Generate(m).IgnoreError();
     Check(Kem::KeyGenFromSeed(seed, ek, dk).ok(), "known-output keygen");
     Check(Kem::EncapsDerand(ek, m, ct, ss).ok(), "known-output encaps");
     Check(Kem::Decaps(dk, ct, ss2).ok(), "known-output decaps");
     ct[0] ^= 1;  // the implicit-rejection key
-    Check(Kem::Decaps(dk, ct, m).ok(), "known-output decaps (tampered)");
-    out.insert(out.end(), {ek, dk, ct, ss, ss2, m});
+    Check(Kem::Decaps(dk, ct, rejected).ok(), "known-output decaps (tampered)");
+    out.insert(out.end(), {ek, dk, ct, ss, ss2, rejected});
   }
   {
     using Dsa = k::MlDsa<6, 5>;
