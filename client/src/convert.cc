@@ -89,6 +89,7 @@ void ToProto(const ImportKeyOp& op, pqc::v1::ImportKeyRequest* out) {
   out->set_private_key(op.private_key);
   out->set_public_key(op.public_key);
   for (const auto& [k, v] : op.labels) (*out->mutable_labels())[k] = v;
+  out->set_owner(op.owner);
 }
 
 KeyPair FromProto(pqc::v1::KeyGenResponse&& r) {

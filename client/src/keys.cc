@@ -14,29 +14,37 @@ namespace {
 constexpr uint32_t kListPageSize = 1000;  // the daemon's largest page
 
 // The first page's request.
-pqc::v1::ListKeysRequest ListRequest(const std::map<std::string, std::string>& label_selector) {
+pqc::v1::ListKeysRequest ListRequest(const std::map<std::string, std::string>& label_selector,
+                                     const Owner& owner = Owner::Caller()) {
   pqc::v1::ListKeysRequest req;
+  req.set_owner(owner.identity());
   for (const auto& [k, v] : label_selector) (*req.mutable_label_selector())[k] = v;
   req.set_page_size(kListPageSize);
   return req;
 }
 
-pqc::v1::GetPublicKeyRequest GetPublicKeyRequest(std::string key_id, uint32_t version) {
+pqc::v1::GetPublicKeyRequest GetPublicKeyRequest(std::string key_id, uint32_t version,
+                                                 const Owner& owner = Owner::Caller()) {
   pqc::v1::GetPublicKeyRequest req;
+  req.set_owner(owner.identity());
   req.set_key_id(std::move(key_id));
   req.set_version(version);
   return req;
 }
 
-pqc::v1::DeleteKeyRequest DeleteKeyRequest(std::string key_id, uint32_t version) {
+pqc::v1::DeleteKeyRequest DeleteKeyRequest(std::string key_id, uint32_t version,
+                                           const Owner& owner = Owner::Caller()) {
   pqc::v1::DeleteKeyRequest req;
+  req.set_owner(owner.identity());
   req.set_key_id(std::move(key_id));
   req.set_version(version);
   return req;
 }
 
-pqc::v1::RotateKeyRequest RotateKeyRequest(std::string key_id) {
+pqc::v1::RotateKeyRequest RotateKeyRequest(std::string key_id,
+                                           const Owner& owner = Owner::Caller()) {
   pqc::v1::RotateKeyRequest req;
+  req.set_owner(owner.identity());
   req.set_key_id(std::move(key_id));
   return req;
 }
@@ -46,16 +54,27 @@ pqc::v1::RotateKeyRequest RotateKeyRequest(std::string key_id) {
 // ---- Sync -------------------------------------------------------------------------------------
 absl::StatusOr<KeyInfo> Client::GetPublicKey(const std::string& key_id, uint32_t version,
                                              const CallOptions& call) {
+  return GetPublicKey(Owner::Caller(), key_id, version, call);
+}
+
+absl::StatusOr<KeyInfo> Client::GetPublicKey(const Owner& owner, const std::string& key_id,
+                                             uint32_t version, const CallOptions& call) {
   pqc::v1::KeyInfo resp;
   absl::Status s = impl_->Rpc(&pqc::v1::Keys::Stub::GetPublicKey,
-                              GetPublicKeyRequest(key_id, version), &resp, call);
+                              GetPublicKeyRequest(key_id, version, owner), &resp, call);
   if (!s.ok()) return s;
   return FromProto(std::move(resp));
 }
 
 absl::StatusOr<std::vector<KeyInfo>> Client::ListKeys(
     const std::map<std::string, std::string>& label_selector, const CallOptions& call) {
-  pqc::v1::ListKeysRequest req = ListRequest(label_selector);
+  return ListKeys(Owner::Caller(), label_selector, call);
+}
+
+absl::StatusOr<std::vector<KeyInfo>> Client::ListKeys(
+    const Owner& owner, const std::map<std::string, std::string>& label_selector,
+    const CallOptions& call) {
+  pqc::v1::ListKeysRequest req = ListRequest(label_selector, owner);
   std::vector<KeyInfo> out;
   // The daemon answers in pages; each page is its own call (with its own deadline and retries).
   do {
@@ -70,9 +89,14 @@ absl::StatusOr<std::vector<KeyInfo>> Client::ListKeys(
 
 absl::StatusOr<uint32_t> Client::DeleteKey(const std::string& key_id, uint32_t version,
                                            const CallOptions& call) {
+  return DeleteKey(Owner::Caller(), key_id, version, call);
+}
+
+absl::StatusOr<uint32_t> Client::DeleteKey(const Owner& owner, const std::string& key_id,
+                                           uint32_t version, const CallOptions& call) {
   pqc::v1::DeleteKeyResponse resp;
-  absl::Status s =
-      impl_->Rpc(&pqc::v1::Keys::Stub::Delete, DeleteKeyRequest(key_id, version), &resp, call);
+  absl::Status s = impl_->Rpc(&pqc::v1::Keys::Stub::Delete,
+                              DeleteKeyRequest(key_id, version, owner), &resp, call);
   if (!s.ok()) return s;
   return resp.deleted_versions();
 }
@@ -88,8 +112,14 @@ absl::StatusOr<KeyInfo> Client::ImportKey(const ImportKeyOp& op, const CallOptio
 }
 
 absl::StatusOr<KeyInfo> Client::RotateKey(const std::string& key_id, const CallOptions& call) {
+  return RotateKey(Owner::Caller(), key_id, call);
+}
+
+absl::StatusOr<KeyInfo> Client::RotateKey(const Owner& owner, const std::string& key_id,
+                                          const CallOptions& call) {
   pqc::v1::KeyInfo resp;
-  absl::Status s = impl_->Rpc(&pqc::v1::Keys::Stub::Rotate, RotateKeyRequest(key_id), &resp, call);
+  absl::Status s =
+      impl_->Rpc(&pqc::v1::Keys::Stub::Rotate, RotateKeyRequest(key_id, owner), &resp, call);
   if (!s.ok()) return s;
   return FromProto(std::move(resp));
 }

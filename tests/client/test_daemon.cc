@@ -2,6 +2,7 @@
 // Unix socket), using the server tests' daemon fixture.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 
 #include "daemon_fixture.h"
 #include "pqcd/client/client.h"
+#include "pqcd/kernels/algorithms.h"
 
 namespace pqcd::client {
 namespace {
@@ -678,7 +680,7 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
             0);
   EXPECT_EQ(Slurp(dir / "h3"), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=\n");
   // Held keys through the CLI (over the Unix socket: plain TCP has no identity to own keys).
-  EXPECT_EQ(run("--json keygen -a ML-KEM-512 --hold 2> /dev/null"), 3);  // PERMISSION_DENIED
+  EXPECT_EQ(run("--json keygen -a ML-KEM-512 --hold > /dev/null"), 2);  // PERMISSION_DENIED
   const std::string upqc = std::string(PQC_CLI) + " --target unix:" + (dir / "pqcd.sock");
   run = [&](const std::string& args) { return Shell(upqc + " " + args); };
   ASSERT_EQ(run("--json keygen -a ML-KEM-512 --hold --key-id cli-key > " + (dir / "kg")), 0);
@@ -687,7 +689,7 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
   EXPECT_EQ(run("keys rotate cli-key > /dev/null"), 0);
   EXPECT_EQ(run("--json keys delete cli-key > " + (dir / "del")), 0);
   EXPECT_EQ(nlohmann::json::parse(Slurp(dir / "del"))["deleted_versions"], 2);
-  EXPECT_EQ(run("keys get cli-key 2> /dev/null"), 3);
+  EXPECT_EQ(run("keys get cli-key 2> /dev/null"), 2);  // NOT_FOUND
   EXPECT_EQ(run("health > /dev/null"), 0);
   // --lane: the crypto commands over the daemon's shared-memory lane, the same answers.
   const auto lane_ok = [&] {
@@ -698,7 +700,7 @@ TEST_F(DaemonTest, CliExitCodesAndRoundTrips) {
   ASSERT_EQ(Shell(upqc + " --lane --json hash -a SHA3-256 --text abc > " + (dir / "h4")), 0);
   EXPECT_EQ(Slurp(dir / "h4"), Slurp(dir / "h2"));
   EXPECT_GT(lane_ok(), lane_before);
-  // Usage errors: 2. Transport errors: 3.
+  // Usage and input errors: 2. Transport errors: 3.
   EXPECT_EQ(run("keygen 2> /dev/null"), 2);
   EXPECT_EQ(run("keygen -a NOPE 2> /dev/null"), 2);
   EXPECT_EQ(run("nosuchcommand 2> /dev/null"), 2);
@@ -780,6 +782,356 @@ TEST_F(DaemonTest, CliKeyFormats) {
   // A key of another algorithm is refused by the daemon (INVALID_ARGUMENT).
   EXPECT_NE(run("--format pem encaps -a ML-KEM-512 --pub " + (dir / "ek.pem") + " 2> /dev/null"),
             0);
+}
+
+// One run of the pqc CLI: its exit code, stdout and stderr. Its stdin is the file `in`
+// (/dev/null unless given), never the test's own.
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun Pqc(const pqcd::testing::TempDir& dir, const std::string& args,
+           const std::string& in = "/dev/null") {
+  CliRun r;
+  r.code = Shell(std::string(PQC_CLI) + " " + args + " < " + in + " > " + (dir / "cli.out") +
+                 " 2> " + (dir / "cli.err"));
+  r.out = Slurp(dir / "cli.out");
+  r.err = Slurp(dir / "cli.err");
+  return r;
+}
+
+std::string Printed(const CliRun& r) {
+  return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
+}
+
+// Issue 45, item 7: inputs that are no file, two inputs on one stdin, and keygen combinations
+// that would lose a key or leave one behind are refused (exit 2) before the daemon is called.
+TEST_F(DaemonTest, CliRefusesBadInputsBeforeTheCall) {
+  const auto& dir = daemon_->dir();
+  const std::string pqc = "--target unix:" + (dir / "pqcd.sock") + " ";
+  ASSERT_EQ(Pqc(dir, pqc + "keygen -a ML-DSA-44 --pub-out " + (dir / "in_pk") + " --seed-out " +
+                         (dir / "in_seed"))
+                .code,
+            0);
+  std::ofstream(dir / "in_msg") << "message";
+  // A directory as the message: it was signed as the empty message.
+  const std::string sign = pqc + "sign -a ML-DSA-44 --priv " + (dir / "in_seed");
+  CliRun r = Pqc(dir, sign + " -i " + dir.path().string());
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("'" + dir.path().string() + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  // A missing file, named.
+  r = Pqc(dir, sign + " -i " + (dir / "no_such_file"));
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("no_such_file"), std::string::npos) << r.err;
+  r = Pqc(dir, pqc + "hash -a SHA3-256 -i " + dir.path().string());
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("'" + dir.path().string() + "'"), std::string::npos) << r.err;
+  r = Pqc(dir, pqc + "verify -a ML-DSA-44 --pub " + (dir / "in_pk") + " --sig " +
+                   dir.path().string() + " -i " + (dir / "in_msg"));
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  // The key and the message both on stdin: the key was read and an empty message signed.
+  for (const std::string& in : {std::string(" -i -"), std::string()}) {
+    r = Pqc(dir, pqc + "sign -a ML-DSA-44 --priv -" + in, dir / "in_seed");
+    EXPECT_EQ(r.code, 2) << in << ": " << Printed(r);
+    EXPECT_NE(r.err.find("--priv and --in"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("stdin"), std::string::npos) << r.err;
+  }
+  r = Pqc(dir, pqc + "verify -a ML-DSA-44 --pub - --sig - -i " + (dir / "in_msg"), dir / "in_pk");
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("--pub and --sig"), std::string::npos) << r.err;
+  // A key from stdin with the message from a file is fine.
+  r = Pqc(dir, "--json " + pqc + "sign -a ML-DSA-44 --priv - -i " + (dir / "in_msg"),
+          dir / "in_seed");
+  ASSERT_EQ(r.code, 0) << Printed(r);
+
+  // keygen --hold with --priv-out / --seed-out wrote 0-byte files (the key stays in the daemon).
+  for (const std::string out : {"--priv-out", "--seed-out"}) {
+    const std::string file = dir / ("held" + out);
+    r = Pqc(dir, pqc + "keygen -a ML-KEM-768 --hold --key-id held-out " + out + " " + file);
+    EXPECT_EQ(r.code, 2) << out << ": " << Printed(r);
+    EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--hold"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(file)) << file;
+    EXPECT_EQ(Pqc(dir, pqc + "keys get held-out").code, 2) << "a key was made: " << out;
+  }
+  // A held key whose public key cannot be written as asked (X25519MLKEM768 has no PEM) was
+  // generated and left behind.
+  r = Pqc(dir, "--format pem " + pqc + "keygen -a X25519MLKEM768 --hold --key-id hybrid-pem " +
+                   "--pub-out " + (dir / "hybrid.pem"));
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("X25519MLKEM768"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
+  r = Pqc(dir, pqc + "keys get hybrid-pem");
+  EXPECT_EQ(r.code, 2) << "the key was left behind: " << Printed(r);
+  // An output that cannot be written is found before the key is made.
+  r = Pqc(dir,
+          pqc + "keygen -a ML-KEM-768 --hold --key-id dir-out --pub-out " + dir.path().string());
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_EQ(Pqc(dir, pqc + "keys get dir-out").code, 2);
+  // --key-id / --label without --hold: the daemon's answer named proto fields
+  // ("key_id/labels: only with hold = true"); the CLI names its flags.
+  r = Pqc(dir, pqc + "keygen -a ML-KEM-768 --key-id no-hold");
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("--key-id"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--hold"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hold = true"), std::string::npos) << r.err;
+  r = Pqc(dir, pqc + "keygen -a ML-KEM-768 --label team=x");
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("--label"), std::string::npos) << r.err;
+
+  // --format pem keygen of SLH-DSA failed after generating (the key was lost): the PKCS#8 of
+  // SLH-DSA is the private key itself (RFC 9909), not the seed. The files work with the daemon.
+  r = Pqc(dir, "--format pem " + pqc + "keygen -a SLH-DSA-SHA2-128f --pub-out " +
+                   (dir / "slh_pk.pem") + " --priv-out " + (dir / "slh_sk.pem"));
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_TRUE(Slurp(dir / "slh_pk.pem").starts_with("-----BEGIN PUBLIC KEY-----\n"));
+  EXPECT_TRUE(Slurp(dir / "slh_sk.pem").starts_with("-----BEGIN PRIVATE KEY-----\n"));
+  r = Pqc(dir, "--format pem " + pqc + "sign -a SLH-DSA-SHA2-128f --priv " + (dir / "slh_sk.pem") +
+                   " -i " + (dir / "in_msg") + " -o " + (dir / "slh_sig"));
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  r = Pqc(dir, "--format pem " + pqc + "verify -a SLH-DSA-SHA2-128f --pub " + (dir / "slh_pk.pem") +
+                   " -i " + (dir / "in_msg") + " --sig " + (dir / "slh_sig"));
+  EXPECT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(r.out, "valid\n");
+}
+
+// Issue 45, item 8: the daemon's answers to bad input exit 2, failures to reach or run it 3;
+// item 13: an unreachable daemon's error says how to name it; --json errors are JSON.
+TEST_F(DaemonTest, CliExitCodesFollowTheStatusCode) {
+  const auto& dir = daemon_->dir();
+  const std::string pqc = "--target unix:" + (dir / "pqcd.sock") + " ";
+  ASSERT_EQ(Pqc(dir, "--format pem " + pqc + "keygen -a ML-KEM-768 --pub-out " +
+                         (dir / "x_ek.pem") + " --priv-out " + (dir / "x_dk.pem"))
+                .code,
+            0);
+  std::ofstream(dir / "x_short") << "short";
+  const std::string pem = Slurp(dir / "x_ek.pem");
+  std::ofstream(dir / "x_trunc.pem") << pem.substr(0, pem.size() / 2);
+  std::ofstream(dir / "x_msg") << "m";
+  const std::string long_context(300, 'c');
+  std::ofstream(dir / "x_long_ctx") << long_context;
+  const struct {
+    std::string args, code_name;
+  } input_errors[] = {
+      {"encaps -a ML-KEM-768 --pub " + (dir / "x_short"), "INVALID_ARGUMENT"},  // wrong size
+      {"--format pem encaps -a ML-KEM-768 --pub " + (dir / "x_trunc.pem"), "INVALID_ARGUMENT"},
+      {"--format pem encaps -a ML-KEM-512 --pub " + (dir / "x_ek.pem"), "INVALID_ARGUMENT"},
+      {"encaps -a ML-KEM-768 --key-id no-such-key", "NOT_FOUND"},
+      {"keys get no-such-key", "NOT_FOUND"},
+      {"keys delete no-such-key", "NOT_FOUND"},
+      {"health --service nope", "NOT_FOUND"},
+      {"keys list --all-owners", "PERMISSION_DENIED"},  // not an --admin identity
+  };
+  for (const auto& [args, code_name] : input_errors) {
+    CliRun r = Pqc(dir, pqc + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << Printed(r);
+    EXPECT_NE(r.err.find(code_name), std::string::npos) << args << ": " << r.err;
+    // The same as one JSON object on stdout.
+    r = Pqc(dir, "--json " + pqc + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << Printed(r);
+    const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << args << ": " << Printed(r);
+    EXPECT_EQ(j["error"]["code"], code_name) << j.dump();
+    EXPECT_EQ(j["error"]["exit"], 2) << j.dump();
+    EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << j.dump();
+  }
+  // Over TCP a held key needs an identity: PERMISSION_DENIED, the caller's to fix.
+  CliRun r = Pqc(dir, "--target " + daemon_->target() + " keygen -a ML-KEM-512 --hold");
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  // A context over 255 bytes: refused by pqc, naming its flag.
+  r = Pqc(dir, pqc + "sign -a ML-DSA-44 --priv " + (dir / "x_short") + " -i " + (dir / "x_msg") +
+                   " --context " + long_context);
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("--context: at most 255 bytes"), std::string::npos) << r.err;
+  // pqc's own refusals under --json: code INVALID_ARGUMENT, exit 2; unknown algorithm names
+  // list the command's algorithms (and only those).
+  r = Pqc(dir, "--json " + pqc + "encaps -a NOPE --pub " + (dir / "x_short"));
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << Printed(r);
+  EXPECT_EQ(j["error"]["code"], "INVALID_ARGUMENT");
+  const std::string msg = j["error"]["message"];
+  EXPECT_NE(msg.find("'NOPE'"), std::string::npos) << msg;
+  for (Algorithm a : AllAlgorithms()) {
+    const std::string name(AlgorithmName(a));
+    if (IsHash(a)) continue;  // a hash name may be part of a signature name
+    EXPECT_EQ(msg.find(name) != std::string::npos, IsKem(a)) << name << " in: " << msg;
+  }
+  r = Pqc(dir, pqc + "encaps -a ML-DSA-65 --pub " + (dir / "x_short"));
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  EXPECT_NE(r.err.find("does not take ML-DSA-65"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ML-KEM-768"), std::string::npos) << r.err;
+  // CLI11's own usage errors under --json are JSON too.
+  r = Pqc(dir, "--json " + pqc + "keygen");
+  EXPECT_EQ(r.code, 2) << Printed(r);
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << Printed(r);
+  EXPECT_EQ(j["error"]["exit"], 2);
+
+  // No daemon there: 3, and a hint that names the target tried and how to name another.
+  const std::string nowhere = "unix:" + (dir / "no-daemon.sock");
+  r = Pqc(dir, "--target " + nowhere + " --timeout 5 health");
+  EXPECT_EQ(r.code, 3) << Printed(r);
+  EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hint"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'" + nowhere + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--target"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("PQC_TARGET"), std::string::npos) << r.err;
+  r = Pqc(dir, "--json --target 127.0.0.1:1 --timeout 5 hash -a SHA3-256 --text abc");
+  EXPECT_EQ(r.code, 3) << Printed(r);
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << Printed(r);
+  EXPECT_EQ(j["error"]["code"], "UNAVAILABLE");
+  EXPECT_EQ(j["error"]["exit"], 3);
+  EXPECT_NE(j["error"]["hint"].get<std::string>().find("127.0.0.1:1"), std::string::npos)
+      << j.dump();
+  // The help says what the codes mean.
+  r = Pqc(dir, "--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* word : {"NOT_FOUND", "PERMISSION_DENIED", "UNAVAILABLE", "DEADLINE_EXCEEDED",
+                           "\"error\"", "key_version"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << " in:\n" << r.out;
+  }
+}
+
+// Issue 45, item 13: the version of the held key used or made is printed, as "key_version" in
+// every JSON output; --lane that cannot be had warns; --priv's help has the registry's sizes.
+TEST_F(DaemonTest, CliKeyVersionsLaneWarningAndHelp) {
+  const auto& dir = daemon_->dir();
+  const std::string pqc = "--target unix:" + (dir / "pqcd.sock") + " ";
+  CliRun r = Pqc(dir, "--json " + pqc + "keygen -a ML-KEM-768 --hold --key-id kv-kem");
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["key_version"], 1);
+  ASSERT_EQ(Pqc(dir, pqc + "keygen -a ML-DSA-44 --hold --key-id kv-dsa").code, 0);
+  std::ofstream(dir / "kv_msg") << "m";
+  for (int version : {1, 2}) {
+    SCOPED_TRACE("version " + std::to_string(version));
+    const std::string want = "key_version: " + std::to_string(version) + "\n";
+    r = Pqc(dir, "--json " + pqc + "encaps -a ML-KEM-768 --key-id kv-kem");
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    EXPECT_EQ(nlohmann::json::parse(r.out)["key_version"], version) << r.out;
+    r = Pqc(dir, pqc + "encaps -a ML-KEM-768 --key-id kv-kem --ct-out " + (dir / "kv_ct"));
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    r = Pqc(dir, "--json " + pqc + "sign -a ML-DSA-44 --key-id kv-dsa -i " + (dir / "kv_msg"));
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    EXPECT_EQ(nlohmann::json::parse(r.out)["key_version"], version) << r.out;
+    r = Pqc(dir, pqc + "sign -a ML-DSA-44 --key-id kv-dsa -i " + (dir / "kv_msg") + " -o " +
+                     (dir / "kv_sig"));
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    EXPECT_EQ(r.out, want);
+    // The signature alone on stdout; the version on stderr.
+    r = Pqc(dir, pqc + "sign -a ML-DSA-44 --key-id kv-dsa -i " + (dir / "kv_msg"));
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    EXPECT_TRUE(HexDecode(r.out).ok()) << r.out;
+    EXPECT_EQ(r.err, want);
+    // The key objects of the keys commands spell it the same way.
+    r = Pqc(dir, "--json " + pqc + "keys get kv-kem");
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    auto info = nlohmann::json::parse(r.out);
+    EXPECT_EQ(info["key_version"], version) << r.out;
+    EXPECT_FALSE(info.contains("version")) << r.out;
+    r = Pqc(dir, "--json " + pqc + "keys list");
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    const auto listed = nlohmann::json::parse(r.out);
+    for (const auto& k : listed["keys"]) {
+      EXPECT_TRUE(k.contains("key_version") && !k.contains("version")) << k.dump();
+    }
+    if (version == 1) {
+      r = Pqc(dir, "--json " + pqc + "keys rotate kv-kem");
+      ASSERT_EQ(r.code, 0) << Printed(r);
+      EXPECT_EQ(nlohmann::json::parse(r.out)["key_version"], 2) << r.out;
+      ASSERT_EQ(Pqc(dir, pqc + "keys rotate kv-dsa").code, 0);
+    }
+  }
+  EXPECT_EQ(Pqc(dir, pqc + "keys delete kv-kem").code, 0);
+  EXPECT_EQ(Pqc(dir, pqc + "keys delete kv-dsa").code, 0);
+
+  // --lane with a TCP target used gRPC without a word: now a warning on stderr (the call works).
+  r = Pqc(dir, "--lane --target " + daemon_->target() + " hash -a SHA3-256 --text abc");
+  EXPECT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(r.out, "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532\n");
+  EXPECT_NE(r.err.find("warning: --lane"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(daemon_->target()), std::string::npos) << r.err;
+  r = Pqc(dir, "--lane " + pqc + "hash -a SHA3-256 --text abc");
+  EXPECT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(r.err, "");
+
+  // --priv's help: the seed sizes of the command's family from the registry ("64-byte seed" and
+  // "32-byte seed" were wrong for the hybrids and SLH-DSA).
+  for (const auto& [command, family] :
+       {std::pair{"decaps", pqcd::kernels::Family::kKem}, {"sign", pqcd::kernels::Family::kDsa}}) {
+    r = Pqc(dir, std::string(command) + " --help");
+    ASSERT_EQ(r.code, 0) << Printed(r);
+    for (const auto& f : pqcd::kernels::kAlgorithms) {
+      if (f.family != family || f.seed_bytes == 0) continue;
+      // "N bytes for ..., NAME" in the group of its size.
+      const size_t group = r.out.find(std::to_string(f.seed_bytes) + " bytes for ");
+      ASSERT_NE(group, std::string::npos) << command << ", " << f.name << ":\n" << r.out;
+      const size_t end = r.out.find_first_of(";)", group);
+      EXPECT_NE(r.out.substr(group, end - group).find(std::string(f.name)), std::string::npos)
+          << command << ", " << f.name << ":\n"
+          << r.out;
+    }
+    EXPECT_EQ(r.out.find("-byte seed"), std::string::npos) << r.out;
+  }
+}
+
+// Issue 45, item 9: an --admin identity manages another identity's keys from the CLI: --owner
+// on keys get/delete/rotate/import, --owner and --all-owners on keys list.
+TEST(DaemonAdmin, CliManagesAnotherIdentitysKeys) {
+  Daemon d;
+  const std::string sock = d.dir() / "admin.sock";
+  const std::string self = "unix:uid:" + std::to_string(::getuid());
+  const std::string other = "unix:uid:" + std::to_string(::getuid() + 4242);
+  ASSERT_TRUE(d.Start({"--unix", sock, "--admin", self})) << d.log();
+  const auto& dir = d.dir();
+  const std::string pqc = "--target unix:" + sock + " ";
+  ASSERT_EQ(Pqc(dir, pqc + "keygen -a ML-DSA-44 --seed-out " + (dir / "a_seed")).code, 0);
+  // Imported for the other identity, and one key of the admin's own.
+  CliRun r = Pqc(dir, "--json " + pqc + "keys import -a ML-DSA-44 --priv " + (dir / "a_seed") +
+                          " --key-id theirs --owner " + other);
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["owner"], other) << r.out;
+  ASSERT_EQ(
+      Pqc(dir, pqc + "keys import -a ML-DSA-44 --priv " + (dir / "a_seed") + " --key-id mine").code,
+      0);
+  // The admin's own list has only its own key.
+  r = Pqc(dir, pqc + "keys list");
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_NE(r.out.find("mine\t"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("theirs"), std::string::npos) << r.out;
+  r = Pqc(dir, pqc + "keys list --owner " + other);
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(r.out, "theirs\tML-DSA-44\tv1\t" + other + "\n");
+  r = Pqc(dir, "--json " + pqc + "keys list --all-owners");
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  std::map<std::string, std::string> owners;
+  const auto listed = nlohmann::json::parse(r.out);
+  for (const auto& k : listed["keys"]) {
+    owners[k["key_id"].get<std::string>()] = k["owner"].get<std::string>();
+  }
+  EXPECT_EQ(owners, (std::map<std::string, std::string>{{"mine", self}, {"theirs", other}}))
+      << r.out;
+  EXPECT_EQ(Pqc(dir, pqc + "keys list --owner x --all-owners").code, 2);
+  // get, rotate and delete by owner; without it the key is not the admin's.
+  EXPECT_EQ(Pqc(dir, pqc + "keys get theirs").code, 2);
+  r = Pqc(dir, "--json " + pqc + "keys get theirs --owner " + other);
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["owner"], other);
+  r = Pqc(dir, "--json " + pqc + "keys rotate theirs --owner " + other);
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["key_version"], 2) << r.out;
+  EXPECT_EQ(Pqc(dir, pqc + "keys delete theirs").code, 2);
+  r = Pqc(dir, "--json " + pqc + "keys delete theirs --owner " + other);
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["deleted_versions"], 2) << r.out;
+  r = Pqc(dir, pqc + "keys list --all-owners");
+  ASSERT_EQ(r.code, 0) << Printed(r);
+  EXPECT_EQ(r.out.find("theirs"), std::string::npos) << r.out;
 }
 
 #ifdef PQC_LOAD

@@ -205,6 +205,7 @@ class Client {
                                                      const CallOptions& call = {});
 
   // ---- Keys ---------------------------------------------------------------------------------
+  // Without an Owner these manage the caller's own keys (ImportKeyOp::owner: see types.h).
   absl::StatusOr<KeyInfo> GetPublicKey(const std::string& key_id, uint32_t version = 0,
                                        const CallOptions& call = {});
   // Every key the caller owns (the daemon answers in pages of up to 1000; this fetches them all).
@@ -215,6 +216,17 @@ class Client {
                                      const CallOptions& call = {});
   absl::StatusOr<KeyInfo> ImportKey(const ImportKeyOp& op, const CallOptions& call = {});
   absl::StatusOr<KeyInfo> RotateKey(const std::string& key_id, const CallOptions& call = {});
+  // The same calls on the keys of `owner` (types.h: Owner::Of for an --admin identity managing
+  // another identity's keys; ListKeys also Owner::All). ImportKeyOp::owner does this for imports.
+  absl::StatusOr<KeyInfo> GetPublicKey(const Owner& owner, const std::string& key_id,
+                                       uint32_t version = 0, const CallOptions& call = {});
+  absl::StatusOr<std::vector<KeyInfo>> ListKeys(
+      const Owner& owner, const std::map<std::string, std::string>& label_selector = {},
+      const CallOptions& call = {});
+  absl::StatusOr<uint32_t> DeleteKey(const Owner& owner, const std::string& key_id,
+                                     uint32_t version = 0, const CallOptions& call = {});
+  absl::StatusOr<KeyInfo> RotateKey(const Owner& owner, const std::string& key_id,
+                                    const CallOptions& call = {});
 
   void GetPublicKeyAsync(std::string key_id, uint32_t version, Callback<KeyInfo> done,
                          const CallOptions& call = {});

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -168,6 +169,27 @@ struct ImportKeyOp {
   std::string private_key;
   std::string public_key;  // optional: derived from the private key; must match when given
   std::map<std::string, std::string> labels;
+  // Admins (--admin identities): import the key for this identity (empty: the caller).
+  std::string owner;
+};
+
+// Whose held keys a Keys call manages: the caller's own (Owner::Caller(), what the calls without
+// an Owner do), or, for the daemon's --admin identities, another identity's
+// (Owner::Of("unix:uid:1000"), Owner::Of("tls:dns:app.example.com")); ListKeys also takes
+// Owner::All(), every identity's keys. Made only through these three, so that an Owner never
+// stands in for a braced label selector or key id by accident.
+class Owner {
+ public:
+  static Owner Caller() { return Owner(Tag{}, {}); }
+  static Owner Of(std::string identity) { return Owner(Tag{}, std::move(identity)); }
+  static Owner All() { return Owner(Tag{}, "*"); }
+  // The API's owner field: "" (the caller), an identity, or "*" (every identity).
+  const std::string& identity() const { return identity_; }
+
+ private:
+  struct Tag {};
+  Owner(Tag, std::string identity) : identity_(std::move(identity)) {}
+  std::string identity_;
 };
 
 enum class HealthStatus { kUnknown, kServing, kNotServing, kServiceUnknown };
