@@ -173,4 +173,48 @@ void UnreadAnswers::Loop() {
   }
 }
 
+absl::Status ControlCallBounds::Admit(const CallBounds& bounds, const std::string& identity,
+                                      size_t request_bytes, size_t answer_bytes,
+                                      std::string_view method) {
+  Release();
+  bounds_ = bounds;
+  identity_ = identity;
+  if (request_bytes > kMaxControlRequestBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(std::string(method), ": the request has ",
+                                                     request_bytes,
+                                                     " bytes; requests of the methods other than "
+                                                     "the crypto ones take at most ",
+                                                     kMaxControlRequestBytes, " bytes"));
+  }
+  if (bounds_.memory == nullptr) return absl::OkStatus();
+  const size_t bytes = request_bytes + answer_bytes;
+  if (absl::Status s = bounds_.memory->Charge(identity_, bytes); !s.ok()) return s;
+  charge_ = MemoryCharge(bounds_.memory, identity_, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status ControlCallBounds::ChargeMore(size_t bytes) {
+  if (bounds_.memory == nullptr || bytes == 0) return absl::OkStatus();
+  if (absl::Status s = bounds_.memory->Charge(identity_, bytes); !s.ok()) return s;
+  if (charge_.bytes() == 0) {
+    charge_ = MemoryCharge(bounds_.memory, identity_, bytes);
+  } else {
+    charge_.Grow(bytes);
+  }
+  return absl::OkStatus();
+}
+
+void ControlCallBounds::Watch(grpc::ServerContextBase* context) {
+  if (bounds_.unread != nullptr) bounds_.unread->Watch(&entry_, context);
+}
+
+void ControlCallBounds::Unwatch() {
+  if (bounds_.unread != nullptr) bounds_.unread->Unwatch(&entry_);
+}
+
+void ControlCallBounds::Release() {
+  Unwatch();
+  charge_.Reset();
+}
+
 }  // namespace pqcd::server

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -95,6 +96,8 @@ class MemoryCharge {
     bytes_ = 0;
   }
   size_t bytes() const { return bytes_; }
+  // `more` bytes that the account has just charged for the same identity join this charge.
+  void Grow(size_t more) { bytes_ += more; }
 
  private:
   MemoryAccount* account_ = nullptr;
@@ -142,6 +145,57 @@ class UnreadAnswers {
   uint64_t cancelled_ = 0;
   bool stop_ = false;
   std::thread thread_;
+};
+
+// The requests of the methods that carry no crypto payload (Keys, grpc.health.v1, reflection) are
+// small: a key id, a service name, a symbol, at most an imported private key in PEM with a key's
+// labels (64 of up to 1280 bytes). One larger than this is refused (RESOURCE_EXHAUSTED) and freed
+// as soon as it arrives, whatever --max-message-bytes lets the crypto methods receive. (gRPC has
+// no receive limit per method: the request has been received when the check runs, and is freed
+// at once instead of staying for as long as its answer is not taken.)
+inline constexpr size_t kMaxControlRequestBytes = 128 * 1024;
+
+// The whole-daemon bounds that every call of every service is held to; null members: unbounded
+// (unit tests).
+struct CallBounds {
+  MemoryAccount* memory = nullptr;  // --memory-limit, --memory-per-identity
+  UnreadAnswers* unread = nullptr;  // --unread-answer-timeout
+};
+
+// What one call of a non-crypto service (Keys, health, reflection) holds against CallBounds, as a
+// crypto call does: its request and answers are charged to its caller in the memory account, and
+// each answer handed to gRPC is watched until the client takes it, so that a client that never
+// reads cannot pin them. Admit before any work, Watch before each answer or Finish is handed to
+// gRPC, Release (or the destructor) once gRPC is done with the call. Not thread-safe: one
+// reaction of the call at a time uses it (core_reactor.h).
+class ControlCallBounds {
+ public:
+  ControlCallBounds() = default;
+  ~ControlCallBounds() { Release(); }
+  ControlCallBounds(const ControlCallBounds&) = delete;
+  ControlCallBounds& operator=(const ControlCallBounds&) = delete;
+
+  // A request of `request_bytes` arrived for `identity`: refused (RESOURCE_EXHAUSTED naming the
+  // limit) past kMaxControlRequestBytes, or when the account cannot take `request_bytes` +
+  // `answer_bytes` more for it; else charged until Release.
+  absl::Status Admit(const CallBounds& bounds, const std::string& identity, size_t request_bytes,
+                     size_t answer_bytes, std::string_view method);
+  // `bytes` more for the same identity (an answer whose size is known only once it is made).
+  absl::Status ChargeMore(size_t bytes);
+  size_t charged() const { return charge_.bytes(); }
+  // An answer (or the call's status) is handed to gRPC now: watched until Unwatch or Release.
+  void Watch(grpc::ServerContextBase* context);
+  // gRPC is done with the answer (its write came back).
+  void Unwatch();
+  // Unwatches and gives back every byte charged. Idempotent; Admit may follow (a stream's next
+  // message).
+  void Release();
+
+ private:
+  CallBounds bounds_;
+  std::string identity_;
+  MemoryCharge charge_;
+  UnreadAnswers::Entry entry_;
 };
 
 }  // namespace pqcd::server

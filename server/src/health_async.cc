@@ -15,6 +15,9 @@ namespace pqcd::server {
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
+// The room charged for one health answer (a status: a few bytes, with gRPC's framing).
+constexpr size_t kHealthAnswerBytes = 64;
+
 // ---- Check -------------------------------------------------------------------------------------
 
 class HealthService::CheckCall final
@@ -33,17 +36,34 @@ class HealthService::CheckCall final
 
   void Renew() override { Post(service_, queue()); }
   void OnStart() override {
+    if (absl::Status s =
+            bounds_.Admit(service_->bounds_, service_->CallerOf(context_), request_.ByteSizeLong(),
+                          2 * kHealthAnswerBytes, "grpc.health.v1.Health/Check");
+        !s.ok()) {
+      HealthCheckRequest().Swap(&request_);  // freed now, not when the call ends
+      Answer(grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message())));
+      return;
+    }
     const ServingStatus status = service_->Status(request_.service());
     if (status == HealthCheckResponse::SERVICE_UNKNOWN) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service: " + request_.service()));
+      Answer(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service: " + request_.service()));
       return;
     }
     response_.set_status(status);
-    Finish(grpc::Status::OK);
+    Answer(grpc::Status::OK);
   }
-  void OnDone() override { delete this; }
+  // The answer is watched until the client takes it (--unread-answer-timeout).
+  void Answer(const grpc::Status& status) {
+    bounds_.Watch(&context_);
+    Finish(status);
+  }
+  void OnDone() override {
+    bounds_.Release();
+    delete this;
+  }
 
   HealthService* const service_;
+  ControlCallBounds bounds_;
 };
 
 // ---- Watch -------------------------------------------------------------------------------------
@@ -79,6 +99,18 @@ class HealthService::WatchCall final
 
   void Renew() override { Post(service_, queue()); }
   void OnStart() override {
+    // The request (its service name) stays for the whole call, each status sent is one small
+    // answer: both charged, and each Write watched until the client takes it.
+    if (absl::Status s =
+            bounds_.Admit(service_->bounds_, service_->CallerOf(context_), request_.ByteSizeLong(),
+                          2 * kHealthAnswerBytes, "grpc.health.v1.Health/Watch");
+        !s.ok()) {
+      HealthCheckRequest().Swap(&request_);
+      finishing_ = true;
+      bounds_.Watch(&context_);
+      Finish(grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message())));
+      return;
+    }
     {
       std::lock_guard lock(service_->mu_);
       service_->watchers_.insert(this);
@@ -86,6 +118,7 @@ class HealthService::WatchCall final
     Step();
   }
   void OnWriteDone(bool ok) override {
+    bounds_.Unwatch();
     writing_ = false;
     if (!ok) {  // the stream is broken: end the call
       End(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"));
@@ -104,7 +137,10 @@ class HealthService::WatchCall final
     cancelled_ = true;
     Step();  // finishes the call unless a Write or the Finish is in flight
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    bounds_.Release();
+    delete this;
+  }
 
   // The next thing to do, when nothing is in flight: send the latest status if the client has
   // not seen it, end the call if it was cancelled or the service shut down.
@@ -126,6 +162,7 @@ class HealthService::WatchCall final
       last_sent_ = now;
       response_.set_status(now);
       writing_ = true;
+      bounds_.Watch(&context_);
       StartWrite(&response_);
       return;
     }
@@ -140,10 +177,12 @@ class HealthService::WatchCall final
       service_->watchers_.erase(this);
     }
     finishing_ = true;
+    bounds_.Watch(&context_);
     Finish(status);
   }
 
   HealthService* const service_;
+  ControlCallBounds bounds_;
   HealthCheckResponse response_;
   grpc::Alarm alarm_;
   bool alarm_set_ = false;  // the service's mutex guards it
@@ -198,8 +237,15 @@ void HealthService::SetAllServing(bool serving) {
   NotifyLocked(nullptr);
 }
 
-void HealthService::Start(CoreQueues* queues) {
+std::string HealthService::CallerOf(const grpc::ServerContextBase& context) const {
+  if (identity_ == nullptr) return std::string(kAnonymous);
+  return IdentifyCaller(context, *identity_).identity;
+}
+
+void HealthService::Start(CoreQueues* queues, CallBounds bounds, const IdentityPolicy* identity) {
   queues_ = queues;
+  bounds_ = bounds;
+  identity_ = identity;
   for (int q = 0; q < queues->size(); ++q) {
     CheckCall::Post(this, q);
     WatchCall::Post(this, q);

@@ -15,7 +15,9 @@
 #include <set>
 #include <string>
 
+#include "bounds.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "pqcd/server/identity.h"
 
 namespace pqcd::server {
 
@@ -39,8 +41,10 @@ class HealthService final : public grpc::health::v1::Health::AsyncService {
   ServingStatus Status(const std::string& service) const;
 
   // Posts a Check and a Watch request on every core queue. After
-  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues).
-  void Start(CoreQueues* queues);
+  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues). Every call is held
+  // to `bounds` (bounds.h: its request and answers charged to its caller, named by `identity`,
+  // each answer watched until taken); a null `identity` charges every call to "anonymous".
+  void Start(CoreQueues* queues, CallBounds bounds = {}, const IdentityPolicy* identity = nullptr);
   // Before grpc::Server::Shutdown: every status becomes NOT_SERVING for good, and every Watch
   // ends (UNAVAILABLE) once it has sent its service's last status, so that none holds the server's
   // shutdown until its deadline.
@@ -54,7 +58,12 @@ class HealthService final : public grpc::health::v1::Health::AsyncService {
   // Wakes the watchers of `service` (all of them when `service` is null); mu_ held.
   void NotifyLocked(const std::string* service);
 
+  // The caller of a call, for its memory charge.
+  std::string CallerOf(const grpc::ServerContextBase& context) const;
+
   CoreQueues* queues_ = nullptr;
+  CallBounds bounds_;
+  const IdentityPolicy* identity_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, bool> statuses_;  // service -> SERVING
   std::set<WatchCall*> watchers_;         // Watch calls in progress

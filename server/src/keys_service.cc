@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "bounds.h"
 #include "core_reactor.h"
 #include "ops.h"
 #include "pqcd/kernels/random.h"
@@ -20,6 +21,10 @@ using kernels::Bytes;
 using kernels::MutBytes;
 
 const grpc::Status kDraining(grpc::StatusCode::UNAVAILABLE, "pqcd is draining (shutting down)");
+
+// The room charged for a Keys answer at the call's arrival: one KeyInfo with the largest public
+// key and the most labels a key may have (64 of 256 + 1024 bytes, ValidateLabels).
+constexpr size_t kKeyAnswerBytes = 96 * 1024;
 
 // One Keys call on a core queue (core_reactor.h). At its arrival it identifies the caller,
 // checks the right to manage keys, and runs `body(caller, scope)`, the method's work, returning
@@ -67,12 +72,19 @@ class KeysCall final : public CoreUnaryReactor<Req, Resp> {
       return;
     }
     Caller caller = IdentifyCaller(this->context_, ctx_->identity_policy);
+    // Charged like a crypto call (bounds.h), with room for an answer of one key; a List's answer
+    // is charged once it is made.
+    if (absl::Status s =
+            bounds_.Admit({ctx_->memory, ctx_->unread}, caller.identity,
+                          this->request_.ByteSizeLong(), 2 * kKeyAnswerBytes, method_->rpc);
+        !s.ok()) {
+      DropRequest();
+      FinishWith(ToGrpc(s));
+      return;
+    }
     // The caller's right is checked before anything is queued.
     if (!caller.may_hold_keys) {
-      FinishWith(grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
-          "or a daemon started with --allow-insecure-tcp"));
+      FinishWith(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, HeldKeysRefusal(caller)));
       return;
     }
     if (!method_->on_aux) {
@@ -89,16 +101,32 @@ class KeysCall final : public CoreUnaryReactor<Req, Resp> {
   }
 
   void Run(const Caller& caller) {
-    FinishWith(ToGrpc(method_->body(ctx_, caller, &*scope_, &this->request_, &this->response_)));
+    absl::Status s = method_->body(ctx_, caller, &*scope_, &this->request_, &this->response_);
+    // An answer larger than the room charged at the arrival (a List of many keys) is charged now;
+    // a change is done by now, and its answer (one key) fits the room.
+    const size_t answer = 2 * this->response_.ByteSizeLong();
+    if (s.ok() && answer > 2 * kKeyAnswerBytes) {
+      s = bounds_.ChargeMore(answer - 2 * kKeyAnswerBytes);
+      if (!s.ok()) this->response_.Clear();
+    }
+    FinishWith(ToGrpc(s));
   }
 
-  // Any thread, once.
+  // A refused request goes at once (an imported private key wiped first), not when the call ends.
+  void DropRequest() {
+    if (method_->secrets) WipeMessage(this->request_);
+    Req().Swap(&this->request_);  // the temporary takes the request's memory with it
+  }
+
+  // Any thread, once. The answer is watched until the client takes it (--unread-answer-timeout).
   void FinishWith(const grpc::Status& status) {
     code_ = status.error_code();
+    bounds_.Watch(&this->context_);
     this->Finish(status);
   }
 
   void OnDone() override {
+    bounds_.Release();
     scope_->Done(this->context_.IsCancelled() ? CancelCode(this->context_) : code_);
     if (method_->secrets) WipeMessage(this->request_);
     delete this;
@@ -109,6 +137,7 @@ class KeysCall final : public CoreUnaryReactor<Req, Resp> {
   const Method* const method_;
   std::optional<RequestScope> scope_;             // from the call's arrival
   grpc::StatusCode code_ = grpc::StatusCode::OK;  // written before the Finish
+  ControlCallBounds bounds_;                      // memory charge and unread-answer watch
 };
 
 // The public key of a private key given as a seed (key generation) or expanded (the kernels'

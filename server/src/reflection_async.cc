@@ -72,24 +72,54 @@ class ReflectionService<Version>::Call final
   Call(ReflectionService* service, int queue) : Base(service->queues_, queue), service_(service) {}
 
   void Renew() override { Post(service_, this->queue()); }
-  void OnStart() override { Read(); }
+  void OnStart() override {
+    caller_ = service_->identity_ == nullptr
+                  ? std::string(kAnonymous)
+                  : IdentifyCaller(this->context_, *service_->identity_).identity;
+    Read();
+  }
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client's writes are done (or the call was cancelled)
-      this->Finish(grpc::Status::OK);
+      End(grpc::Status::OK);
+      return;
+    }
+    // Each request and its answer are charged to the caller until the answer is taken, and the
+    // answer is watched meanwhile (bounds.h); a request too large, or past the caller's share,
+    // ends the stream.
+    absl::Status s = bounds_.Admit(service_->bounds_, caller_, request_.ByteSizeLong(), 0,
+                                   "ServerReflectionInfo");
+    if (!s.ok()) {
+      typename Version::Request().Swap(&request_);  // freed now, not when the stream ends
+      End(grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message())));
       return;
     }
     response_.Clear();
     service_->Answer(request_, &response_);
+    if (s = bounds_.ChargeMore(2 * response_.ByteSizeLong()); !s.ok()) {
+      response_.Clear();
+      End(grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message())));
+      return;
+    }
+    bounds_.Watch(&this->context_);
     this->StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
+    bounds_.Release();
     if (!ok) {
-      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"));
+      End(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"));
       return;
     }
     Read();
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    bounds_.Release();
+    delete this;
+  }
+
+  void End(const grpc::Status& status) {
+    bounds_.Watch(&this->context_);
+    this->Finish(status);
+  }
 
   void Read() {
     request_.Clear();
@@ -97,6 +127,8 @@ class ReflectionService<Version>::Call final
   }
 
   ReflectionService* const service_;
+  std::string caller_;
+  ControlCallBounds bounds_;
   typename Version::Request request_;
   typename Version::Response response_;
 };
@@ -111,8 +143,11 @@ template <class Version>
 ReflectionService<Version>::~ReflectionService() = default;
 
 template <class Version>
-void ReflectionService<Version>::Start(CoreQueues* queues) {
+void ReflectionService<Version>::Start(CoreQueues* queues, CallBounds bounds,
+                                       const IdentityPolicy* identity) {
   queues_ = queues;
+  bounds_ = bounds;
+  identity_ = identity;
   for (int q = 0; q < queues->size(); ++q) Call::Post(this, q);
 }
 

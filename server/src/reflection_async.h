@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "bounds.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "pqcd/server/identity.h"
 
 namespace pqcd::server {
 
@@ -42,8 +44,10 @@ class ReflectionService final : public Version::Grpc::AsyncService {
   ReflectionService& operator=(const ReflectionService&) = delete;
 
   // Posts a ServerReflectionInfo request on every core queue. After
-  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues).
-  void Start(CoreQueues* queues);
+  // grpc::ServerBuilder::BuildAndStart, before the engine's AttachIo(queues). Every request and
+  // answer is held to `bounds` (bounds.h), charged to the caller named by `identity` (null:
+  // "anonymous").
+  void Start(CoreQueues* queues, CallBounds bounds = {}, const IdentityPolicy* identity = nullptr);
 
   // The answer to one request (no stream state: the dependencies of a file are all sent).
   void Answer(const typename Version::Request& request, typename Version::Response* response) const;
@@ -52,6 +56,8 @@ class ReflectionService final : public Version::Grpc::AsyncService {
   class Call;
   std::vector<std::string> services_;
   CoreQueues* queues_ = nullptr;
+  CallBounds bounds_;
+  const IdentityPolicy* identity_ = nullptr;
 };
 
 using ReflectionV1 = ReflectionService<reflection_internal::V1>;

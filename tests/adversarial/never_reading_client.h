@@ -8,8 +8,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -58,8 +62,13 @@ class NeverReadingClient {
   }
   bool connected() const { return connected_; }
 
-  // Opens a call of `method` ("/pqc.v1.Crypto/Batch") with one serialized request message.
+  // Opens a call of `method` ("/pqc.v1.Crypto/Batch") with one serialized request message. The
+  // message is sent in DATA frames of at most 16 KiB within the daemon's flow-control windows
+  // (it never reads the daemon's answers, but it does respect what the daemon lets it send), so a
+  // request of megabytes arrives whole; it returns once the whole message is sent, or when the
+  // daemon ends the stream or grants no window for 30 s.
   void Call(const std::string& method, const std::string& message) {
+    std::lock_guard<std::mutex> call_lock(call_mu_);  // streams open in increasing order
     std::string headers;
     for (const auto& [name, value] : {std::pair<std::string, std::string>{":method", "POST"},
                                       {":scheme", "http"},
@@ -80,8 +89,34 @@ class NeverReadingClient {
     grpc_message[3] = static_cast<char>(n >> 8);
     grpc_message[4] = static_cast<char>(n);
     grpc_message += message;
-    Send(Frame(0x1, 0x4, next_stream_, headers) + Frame(0x0, 0x1, next_stream_, grpc_message));
+    const uint32_t stream = next_stream_;
     next_stream_ += 2;
+    {
+      std::lock_guard<std::mutex> lock(window_mu_);
+      stream_window_[stream] = initial_window_;
+    }
+    Send(Frame(0x1, 0x4, stream, headers));
+    for (size_t off = 0; off < grpc_message.size();) {
+      int64_t room = 0;
+      {
+        std::unique_lock<std::mutex> lock(window_mu_);
+        const bool granted = window_cv_.wait_for(lock, std::chrono::seconds(30), [&] {
+          return closed_ || !stream_window_.contains(stream) ||
+                 (connection_window_ > 0 && stream_window_[stream] > 0);
+        });
+        if (!granted || closed_ || !stream_window_.contains(stream)) return;
+        room = std::min<int64_t>({16384, connection_window_, stream_window_[stream],
+                                  static_cast<int64_t>(grpc_message.size() - off)});
+        connection_window_ -= room;
+        stream_window_[stream] -= room;
+      }
+      const bool last = off + static_cast<size_t>(room) == grpc_message.size();
+      Send(Frame(0x0, last ? 0x1 : 0x0, stream,
+                 grpc_message.substr(off, static_cast<size_t>(room))));
+      off += static_cast<size_t>(room);
+    }
+    std::lock_guard<std::mutex> lock(window_mu_);
+    stream_window_.erase(stream);  // sent whole: no more window needed
   }
 
  private:
@@ -113,13 +148,20 @@ class NeverReadingClient {
       off += static_cast<size_t>(n);
     }
   }
-  // Reads frames: ACKs SETTINGS and PINGs, ignores the rest (headers, trailers of refused calls).
+  // Reads frames: ACKs SETTINGS and PINGs, keeps the windows the daemon grants (SETTINGS'
+  // INITIAL_WINDOW_SIZE, WINDOW_UPDATE) and the streams it ends (RST_STREAM, END_STREAM), ignores
+  // the rest (headers, trailers of refused calls).
   void Read() {
     std::string buf;
     char chunk[16384];
     for (;;) {
       const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n <= 0) return;
+      if (n <= 0) {
+        std::lock_guard<std::mutex> lock(window_mu_);
+        closed_ = true;
+        window_cv_.notify_all();
+        return;
+      }
       buf.append(chunk, static_cast<size_t>(n));
       while (buf.size() >= 9) {
         const size_t len = (size_t{static_cast<uint8_t>(buf[0])} << 16) |
@@ -128,17 +170,58 @@ class NeverReadingClient {
         if (buf.size() < 9 + len) break;
         const uint8_t type = static_cast<uint8_t>(buf[3]);
         const uint8_t flags = static_cast<uint8_t>(buf[4]);
-        if (type == 0x4 && (flags & 0x1) == 0) Send(Frame(0x4, 0x1, 0, ""));
+        const uint32_t stream = Be32(buf, 5) & 0x7fffffffu;
+        if (type == 0x4 && (flags & 0x1) == 0) {
+          for (size_t at = 9; at + 6 <= 9 + len; at += 6) {
+            const uint16_t id = static_cast<uint16_t>((static_cast<uint8_t>(buf[at]) << 8) |
+                                                      static_cast<uint8_t>(buf[at + 1]));
+            if (id != 0x4) continue;  // INITIAL_WINDOW_SIZE
+            const int64_t value = Be32(buf, at + 2);
+            std::lock_guard<std::mutex> lock(window_mu_);
+            for (auto& [id_, window] : stream_window_) window += value - initial_window_;
+            initial_window_ = value;
+            window_cv_.notify_all();
+          }
+          Send(Frame(0x4, 0x1, 0, ""));
+        }
         if (type == 0x6 && (flags & 0x1) == 0) Send(Frame(0x6, 0x1, 0, buf.substr(9, len)));
+        if (type == 0x8 && len == 4) {  // WINDOW_UPDATE
+          std::lock_guard<std::mutex> lock(window_mu_);
+          const int64_t increment = Be32(buf, 9) & 0x7fffffffu;
+          if (stream == 0) {
+            connection_window_ += increment;
+          } else if (auto it = stream_window_.find(stream); it != stream_window_.end()) {
+            it->second += increment;
+          }
+          window_cv_.notify_all();
+        }
+        if (type == 0x3 || ((type == 0x1 || type == 0x0) && (flags & 0x1) != 0)) {
+          std::lock_guard<std::mutex> lock(window_mu_);  // the daemon ended the stream
+          stream_window_.erase(stream);
+          window_cv_.notify_all();
+        }
         buf.erase(0, 9 + len);
       }
     }
   }
+  static uint32_t Be32(const std::string& b, size_t at) {
+    return (uint32_t{static_cast<uint8_t>(b[at])} << 24) |
+           (uint32_t{static_cast<uint8_t>(b[at + 1])} << 16) |
+           (uint32_t{static_cast<uint8_t>(b[at + 2])} << 8) | static_cast<uint8_t>(b[at + 3]);
+  }
 
   int fd_ = -1;
   bool connected_ = false;
-  uint32_t next_stream_ = 1;
+  uint32_t next_stream_ = 1;  // call_mu_
+  std::mutex call_mu_;
   std::mutex send_mu_;
+  // What the daemon lets this client send (RFC 9113 §6.9), window_mu_.
+  std::mutex window_mu_;
+  std::condition_variable window_cv_;
+  int64_t connection_window_ = 65535;
+  int64_t initial_window_ = 65535;
+  std::map<uint32_t, int64_t> stream_window_;  // streams still sending
+  bool closed_ = false;
   std::thread reader_;
 };
 

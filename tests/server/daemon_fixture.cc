@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -284,6 +285,35 @@ std::string HttpGet(int port, const std::string& path, std::chrono::milliseconds
   ::close(fd);
   auto pos = resp.find("\r\n\r\n");
   return pos == std::string::npos ? "" : resp.substr(pos + 4);
+}
+
+double MetricOf(const Daemon& d, const std::string& name_and_labels) {
+  return MetricValue(HttpGet(d.metrics_port(), "/metrics"), name_and_labels);
+}
+
+std::vector<double> HashLatenciesMs(const std::shared_ptr<grpc::Channel>& channel, int n) {
+  auto stub = pqc::v1::Crypto::NewStub(channel);
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pqc::v1::HashRequest req;
+    req.set_algorithm(pqc::v1::SHA3_256);
+    req.set_data("bystander");
+    pqc::v1::HashResponse resp;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!stub->Hash(&ctx, req, &resp).ok()) return {};
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(std::chrono::milliseconds in) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + in);
+  return ctx;
 }
 
 double MetricValue(const std::string& text, const std::string& name_and_labels) {

@@ -96,6 +96,14 @@ std::string HttpGet(int port, const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Value of a sample line "name{labels} value" ("name value" when labels empty); -1 if absent.
 double MetricValue(const std::string& text, const std::string& name_and_labels);
+// The same read from daemon `d`'s /metrics now.
+double MetricOf(const Daemon& d, const std::string& name_and_labels);
+// `n` SHA3-256 Hash calls on `channel`, one after another: their latencies in ms, sorted; empty
+// when a call failed. For tests that record a bystander's latency as a property (tests do not
+// assert on time).
+std::vector<double> HashLatenciesMs(const std::shared_ptr<grpc::Channel>& channel, int n);
+// A client deadline `in` from now.
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(std::chrono::milliseconds in);
 
 // The resident set of process `pid` in KiB (VmRSS), -1 if unreadable.
 long RssKiB(pid_t pid);
