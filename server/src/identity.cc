@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
@@ -90,12 +91,35 @@ Caller IdentifyCaller(const grpc::ServerContextBase& context, const IdentityPoli
   return caller;
 }
 
+uint32_t OverflowUid() {
+  static const uint32_t uid = [] {
+    std::ifstream in("/proc/sys/kernel/overflowuid");
+    uint32_t v = 65534;
+    if (!(in >> v)) v = 65534;
+    return v;
+  }();
+  return uid;
+}
+
 Caller UnixCaller(uint32_t uid, const IdentityPolicy& policy) {
   Caller caller;
   caller.identity = UnixIdentity(uid, policy);
-  caller.may_hold_keys = true;
-  caller.admin = IsAdmin(caller.identity, policy);
+  caller.overflow_uid = uid == OverflowUid() && !policy.unix_user_names.contains(uid);
+  caller.may_hold_keys = !caller.overflow_uid;
+  caller.admin = !caller.overflow_uid && IsAdmin(caller.identity, policy);
   return caller;
+}
+
+std::string HeldKeysRefusal(const Caller& caller) {
+  if (caller.overflow_uid) {
+    return caller.identity +
+           " is the kernel's overflow uid: every caller whose uid is not mapped into pqcd's user "
+           "namespace shows as it (systemd PrivateUsers=yes, a container's user namespace), so it "
+           "cannot own keys; run pqcd in the callers' user namespace, or map the uid to a name "
+           "with --unix-user if it really is one caller";
+  }
+  return "held keys need an authenticated identity (mTLS client certificate or the Unix socket) "
+         "or a daemon started with --allow-insecure-tcp";
 }
 
 absl::Status ValidateTypedIdentity(std::string_view identity) {

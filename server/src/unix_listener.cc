@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_posix.h"
+#include "pqcd/server/identity.h"
 
 namespace pqcd::server {
 namespace {
@@ -314,6 +315,13 @@ void UnixListener::AcceptAll() {
       report_("epoll_ctl: " + Errno(errno));
       ClosePending(fd, refused_not_http2_);
       continue;
+    }
+    if (uid == OverflowUid()) {
+      report_(absl::StrCat("a caller with uid ", uid,
+                           ", the kernel's overflow uid, connected: callers whose uid is not "
+                           "mapped into pqcd's user namespace (systemd PrivateUsers=yes, a "
+                           "container's user namespace) all show as it, so it may not hold keys "
+                           "(run pqcd in the callers' user namespace)"));
     }
     pending_order_.emplace_back(fd, now);
     Inspect(fd);  // what it sent before it was watched

@@ -270,6 +270,34 @@ TEST(IdentityTest, TwoUidsOnTheUnixSocketAreSeparate) {
   EXPECT_EQ(d.Terminate(), 0);
 }
 
+// The kernel's overflow uid (65534) is every caller whose uid is not mapped into pqcd's user
+// namespace (systemd's PrivateUsers=yes showed uids 1000 and 1001 both as it, and each could use
+// the other's keys): it may not hold keys, the refusal says why, and the log warns. --unix-user
+// naming the uid is the operator's statement that it is one caller.
+TEST(IdentityTest, TheOverflowUidHoldsNoKeys) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (to run a caller as uid 65534)";
+  std::ifstream overflow_file("/proc/sys/kernel/overflowuid");
+  uint32_t overflow = 65534;
+  if (!(overflow_file >> overflow)) overflow = 65534;
+  Daemon d;
+  ASSERT_EQ(::chmod(d.dir().path().c_str(), 0755), 0);
+  const std::string sock = d.dir() / "s.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--unix-mode", "0666"}));
+  EXPECT_EQ(RunHelperAs(overflow, sock, "keygen", "shared-key"), "error 7");  // PERMISSION_DENIED
+  EXPECT_EQ(RunHelperAs(1001, sock, "keygen", "mine"), "unix:uid:1001");
+  EXPECT_TRUE(Eventually([&] { return d.log().find("overflow uid") != std::string::npos; }))
+      << d.log();
+  EXPECT_EQ(d.Terminate(), 0);
+
+  Daemon named;
+  ASSERT_EQ(::chmod(named.dir().path().c_str(), 0755), 0);
+  const std::string sock2 = named.dir() / "s.sock";
+  ASSERT_TRUE(named.Start({"--unix", sock2, "--unix-mode", "0666", "--unix-user",
+                           "nobody=" + std::to_string(overflow)}));
+  EXPECT_EQ(RunHelperAs(overflow, sock2, "keygen", "named-key"), "unix:user:nobody");
+  EXPECT_EQ(named.Terminate(), 0);
+}
+
 // ---- The Unix listener -------------------------------------------------------------------------
 
 // Connects without gRPC and sends the HTTP/2 client preface: true when the daemon answers (its

@@ -29,7 +29,18 @@ struct Caller {
   std::string identity;
   bool may_hold_keys = false;  // may create/use/see held keys
   bool admin = false;          // may manage every key
+  // A Unix-socket caller whose uid is the kernel's overflow uid (/proc/sys/kernel/overflowuid,
+  // 65534 by default): every process whose uid is not mapped into pqcd's user namespace (systemd's
+  // PrivateUsers=yes, a container's user namespace) shows as it, so it is no one identity and may
+  // not hold keys (unless --unix-user names it, the operator's explicit choice).
+  bool overflow_uid = false;
 };
+
+// Why `caller` may not hold keys (for a PERMISSION_DENIED that names the field first).
+std::string HeldKeysRefusal(const Caller& caller);
+
+// The kernel's overflow uid (read once from /proc/sys/kernel/overflowuid; 65534 if unreadable).
+uint32_t OverflowUid();
 
 struct IdentityPolicy {
   bool allow_insecure_tcp = false;
