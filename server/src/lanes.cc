@@ -375,6 +375,12 @@ LaneServer::LaneServer(LaneOptions options, ServiceContext* ctx, int workers,
       waker_(waker),
       slot_bytes_(static_cast<uint32_t>(lane::SlotBytes(options_.max_input_bytes))) {
   for (int i = 0; i < workers; ++i) workers_.push_back(std::make_unique<WorkerLanes>());
+  if (ctx_ != nullptr && ctx_->log) {
+    break_log_ = std::make_unique<KeyUseAuditor>(
+        [log = ctx_->log](const std::string& line) { log->warn("lanes: {}", line); },
+        std::chrono::seconds(10), 1024, KeyUseAuditor::Clock{}, /*background_flush=*/true,
+        "lane_break");
+  }
 }
 
 absl::StatusOr<std::unique_ptr<LaneServer>> LaneServer::Start(LaneOptions options,
@@ -800,6 +806,19 @@ void LaneServer::FreeLane(Lane* l) {
       WipeMessage(op->result);
     }
   }
+  // The caller keeps its descriptor of the region's memfd, which alone would keep its pages,
+  // charged to pqcd's memory cgroup, for as long as the caller lives: the slots (all but a few
+  // pages of the region) are released here, a hole punched through them, so the lane's memory is
+  // gone when its charge is. The control block and the rings stay (page-aligned, SlotsOffset):
+  // the caller still reads the lane's final state there (broken, closed).
+  auto* slots_begin = static_cast<uint8_t*>(l->base) + lane::SlotsOffset(l->slot_count);
+  const size_t slots_bytes =
+      l->region_bytes - static_cast<size_t>(slots_begin - static_cast<uint8_t*>(l->base));
+  if (slots_bytes > 0 && ::madvise(slots_begin, slots_bytes, MADV_REMOVE) != 0 && ctx_ != nullptr &&
+      ctx_->log) {
+    ctx_->log->warn("lanes: releasing the memory of lane {} failed (madvise MADV_REMOVE: {})",
+                    l->id, std::strerror(errno));
+  }
   ::munmap(l->base, l->region_bytes);
   ::close(l->doorbell);
   ::close(l->sock);
@@ -822,8 +841,12 @@ void LaneServer::Break(Lane* l, const char* why) {
     std::lock_guard<std::mutex> lock(mu_);
     ++broken_;
   }
-  if (ctx_->log) {
-    ctx_->log->warn("lane {} of {} closed: {}", l->id, l->caller.identity, why);
+  if (break_log_) {
+    // The first break of each (identity, reason) in a window in full; repeats as one summary line
+    // (who=... action=lane_break_repeated op=<reason> further_lane_breaks=N) when it ends.
+    break_log_->Record(
+        l->caller.identity, "", "", 0, why,
+        absl::StrCat("lane ", l->id, " of ", AuditValue(l->caller.identity), " closed: ", why));
   }
   // The control thread sees the socket shut and lets go of the lane.
   ::shutdown(l->sock, SHUT_RDWR);

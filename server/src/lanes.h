@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "audit.h"
 #include "pqc/v1/crypto.pb.h"
 #include "pqcd/engine/engine.h"
 #include "pqcd/server/metrics.h"
@@ -155,6 +156,11 @@ class LaneServer {
   uint64_t opened_ = 0, refused_limit_ = 0, refused_identity_ = 0, refused_memory_ = 0,
            refused_protocol_ = 0, broken_ = 0;
   uint64_t next_id_ = 1;
+
+  // "lane N of X closed: why" warnings, aggregated per 10 s window and (identity, why) as the
+  // audit refusals are: one caller breaking lanes in a loop writes a line per window, not one per
+  // lane. Null without a logger.
+  std::unique_ptr<KeyUseAuditor> break_log_;
 
   std::atomic<uint64_t> codes_[Stats::kCodes] = {};
   std::atomic<uint64_t> buckets_[engine::kLatencyBuckets] = {};

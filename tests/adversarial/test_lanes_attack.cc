@@ -5,6 +5,8 @@
 // stay within its memory.
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,6 +200,61 @@ TEST(LaneAttack, HostileCallersLeaveTheDaemonServingABystander) {
   // Memory: the lanes' shared memory and what their requests held, nothing more.
   const long rss_after = RssKiB(d.pid());
   EXPECT_LT(rss_after - rss_before, 128 * 1024) << rss_before << " -> " << rss_after << " KiB";
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
+}
+
+// Issue 45, items 2 and 3. A caller that keeps the memfd of each lane it opens, fills the lane
+// and closes it: the daemon punches the slots' pages out when the lane ends, so they stop
+// counting against pqcd's memory cgroup even though the caller's descriptor keeps the file. And
+// a caller that breaks lanes in a loop: one warning line per (identity, reason) and window, the
+// repeats summed into one summary line, not a line per lane.
+TEST(LaneAttack, ClosedLanesGiveBackTheirPagesAndBreaksAreLoggedInAggregate) {
+  Daemon d;
+  const std::string sock = d.dir() / "pqcd.sock";
+  ASSERT_TRUE(d.Start({"--unix", sock, "--unix-mode", "0600", "--log-level", "warn"}));
+
+  // The pages of a closed lane go, though its memfd stays open here.
+  {
+    RawLane raw;
+    ASSERT_TRUE(raw.Open(sock, 128, /*keep_memfd=*/true));
+    ASSERT_GE(raw.memfd, 0);
+    const size_t slots = size_t{raw.reply.slot_count} * raw.reply.slot_bytes;
+    std::memset(raw.slot(0), 0x5a, slots);  // every slot page faulted in
+    struct stat st {};
+    ASSERT_EQ(::fstat(raw.memfd, &st), 0);
+    EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512, slots);
+    ::shutdown(raw.sock, SHUT_RDWR);  // the lane ends
+    // Only the control block and the rings stay (where the caller reads the lane's last state).
+    EXPECT_TRUE(Eventually([&] {
+      return ::fstat(raw.memfd, &st) == 0 &&
+             static_cast<size_t>(st.st_blocks) * 512 <= raw.reply.slots_offset;
+    })) << st.st_blocks * 512
+        << " bytes of a closed lane's memfd are still resident";
+    EXPECT_EQ(raw.slot(0)[0], 0) << "the slots' pages were not released";
+  }
+
+  // 200 broken lanes (a slot index past the slots), one after another.
+  constexpr int kBroken = 200;
+  for (int i = 0; i < kBroken; ++i) {
+    RawLane raw;
+    ASSERT_TRUE(raw.Open(sock, 4)) << i;
+    raw.Push(9999);
+    ASSERT_TRUE(Eventually([&] { return Word(raw.control().state).load() == pqcd::lane::kBroken; }))
+        << i;
+  }
+  const auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The repeats of the window are summed up when it ends (10 s).
+  ASSERT_TRUE(Eventually([&] { return count(d.log(), "action=lane_break_repeated") >= 1; },
+                         std::chrono::seconds(60)))
+      << d.log();
+  const std::string log = d.log();
+  // At most one full line per window for the one (identity, reason): the run spans few windows.
+  EXPECT_LE(count(log, " closed: slot index out of range"), 5u) << log;
+  EXPECT_GE(MetricValue(HttpGet(d.metrics_port(), "/metrics"), "pqcd_lanes_broken_total"), kBroken);
   EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 

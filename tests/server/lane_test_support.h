@@ -176,7 +176,9 @@ struct RawLane {
   uint8_t* base = nullptr;
   pqcd::lane::OpenReply reply{};
 
-  bool Open(const std::string& unix_socket, uint32_t slots) {
+  int memfd = -1;  // the region's memfd, kept only when Open is asked to
+
+  bool Open(const std::string& unix_socket, uint32_t slots, bool keep_memfd = false) {
     sock = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -199,7 +201,11 @@ struct RawLane {
     int fds[2];
     std::memcpy(fds, CMSG_DATA(c), sizeof(fds));
     void* p = ::mmap(nullptr, reply.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-    ::close(fds[0]);
+    if (keep_memfd) {
+      memfd = fds[0];
+    } else {
+      ::close(fds[0]);
+    }
     doorbell = fds[1];
     if (p == MAP_FAILED) return false;
     base = static_cast<uint8_t*>(p);
@@ -209,6 +215,7 @@ struct RawLane {
     if (base != nullptr) ::munmap(base, reply.region_bytes);
     if (doorbell >= 0) ::close(doorbell);
     if (sock >= 0) ::close(sock);
+    if (memfd >= 0) ::close(memfd);
   }
   pqcd::lane::Control& control() { return *reinterpret_cast<pqcd::lane::Control*>(base); }
   uint8_t* slot(uint32_t i) { return base + reply.slots_offset + size_t{i} * reply.slot_bytes; }
