@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <latch>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -181,6 +183,15 @@ absl::Status Engine::Start() {
   }
   start_.count_down();  // publishes `info` to the workers
 
+  cost_ns_ = std::make_unique<std::atomic<uint64_t>[]>(kNumOperations * kernels::kNumAlgorithms);
+  for (size_t i = 0; i < kNumOperations * kernels::kNumAlgorithms; ++i) cost_ns_[i].store(0);
+  if (options_.slow_job.count() > 0) {
+    const int n = options_.slow_workers > 0 ? options_.slow_workers
+                                            : std::max(1, static_cast<int>(workers_.size()) - 1);
+    slow_ = std::make_unique<SlowPool>(*this, n, -1);
+    slow_->Start();
+  }
+
   std::vector<std::string> desc;
   for (const auto& w : workers_) {
     desc.push_back(absl::StrCat("w", w->info.id, "@n", w->info.node, "/cpu", w->info.cpu,
@@ -225,7 +236,95 @@ void Engine::Complete(Job* job, absl::Status status) {
   if (job->on_complete) job->on_complete(*job, std::move(status));
 }
 
+namespace {
+
+// Before a job of (op, algorithm) has been measured: SLH-DSA signing and key generation are
+// slow (milliseconds for the fast sets, up to a fifth of a second for the small ones); the rest
+// is taken as fast until measured.
+uint64_t PriorCostNs(Operation op, kernels::AlgorithmId algorithm) {
+  if (op != Operation::kDsaSign && op != Operation::kDsaKeyGen) return 0;
+  return kernels::Facts(algorithm).name.starts_with("SLH-DSA") ? 20'000'000 : 0;
+}
+
+// A hash costs about its bytes (SHA-3 and SHA-2 run at 0.5-2 GB/s): 1 ns per byte in and out.
+uint64_t HashCostNs(const HashItem& item) {
+  return item.message.size() + item.digest.size();
+}
+
+const absl::Status& SlowQueueFullStatus() {
+  static const absl::Status s = absl::ResourceExhaustedError(
+      "pqcd's queue of slow work (SLH-DSA signing, large hashes) is full for this caller or in "
+      "all (--slow-queue-seconds-per-identity, --slow-queue-seconds); retry later");
+  return s;
+}
+
+}  // namespace
+
+uint64_t Engine::EstimatedCostNs(const Job& job) const {
+  if (job.cost_ns != 0) return job.cost_ns;
+  if (job.op() == Operation::kHash) return HashCostNs(job.item<HashItem>());
+  const size_t i = static_cast<size_t>(job.op()) * kernels::kNumAlgorithms +
+                   static_cast<size_t>(job.algorithm());
+  const uint64_t measured = cost_ns_ ? cost_ns_[i].load(std::memory_order_relaxed) : 0;
+  return measured != 0 ? measured : PriorCostNs(job.op(), job.algorithm());
+}
+
+void Engine::RecordCost(Operation op, kernels::AlgorithmId algorithm, uint64_t per_job_ns) {
+  if (!cost_ns_ || op == Operation::kHash) return;
+  std::atomic<uint64_t>& c =
+      cost_ns_[static_cast<size_t>(op) * kernels::kNumAlgorithms + static_cast<size_t>(algorithm)];
+  const uint64_t old = c.load(std::memory_order_relaxed);
+  // A moving average over about eight groups; racing updates lose one sample, nothing more.
+  c.store(old == 0 ? std::max<uint64_t>(per_job_ns, 1) : (old * 7 + per_job_ns) / 8,
+          std::memory_order_relaxed);
+}
+
+bool Engine::RouteSlow(std::span<Job* const> jobs, std::vector<Job*>* fast) {
+  const uint64_t threshold = static_cast<uint64_t>(options_.slow_job.count());
+  Job* slow_jobs[kMaxBatchLimit];
+  uint64_t costs[kMaxBatchLimit];
+  std::vector<Job*> slow_more;  // bursts beyond kMaxBatchLimit slow jobs (rare)
+  std::vector<uint64_t> costs_more;
+  size_t n = 0;
+  for (Job* job : jobs) {
+    const uint64_t cost = EstimatedCostNs(*job);
+    if (cost < threshold) {
+      fast->push_back(job);
+      continue;
+    }
+    if (n < kMaxBatchLimit) {
+      slow_jobs[n] = job;
+      costs[n++] = cost;
+    } else {
+      slow_more.push_back(job);
+      costs_more.push_back(cost);
+    }
+  }
+  if (n == 0) return true;
+  if (!slow_more.empty()) {
+    slow_more.insert(slow_more.begin(), slow_jobs, slow_jobs + n);
+    costs_more.insert(costs_more.begin(), costs, costs + n);
+  }
+  const std::span<Job* const> slow =
+      slow_more.empty() ? std::span<Job* const>(slow_jobs, n) : std::span<Job* const>(slow_more);
+  const std::span<const uint64_t> slow_costs = slow_more.empty()
+                                                   ? std::span<const uint64_t>(costs, n)
+                                                   : std::span<const uint64_t>(costs_more);
+  bool closed = false;
+  if (slow_->TryAdmit(slow, slow_costs, &closed)) return true;
+  // Refused: the burst as a whole (a Batch half answered "busy" helps no caller).
+  for (Job* job : jobs) Complete(job, closed ? ClosedStatus() : SlowQueueFullStatus());
+  fast->clear();
+  return false;
+}
+
 void Engine::Submit(Job* job) {
+  if (slow_ != nullptr &&
+      EstimatedCostNs(*job) >= static_cast<uint64_t>(options_.slow_job.count())) {
+    std::vector<Job*> fast;
+    (void)RouteSlow(std::span<Job* const>(&job, 1), &fast);
+    return;
+  }
   job->enqueue_time_ = Job::Clock::now();
   const int node = PickNode(*job);
   NodeState& ns = *nodes_[static_cast<size_t>(node)];
@@ -277,6 +376,22 @@ void Engine::WakeIoWorkers(void* node_state, bool all) {
 
 void Engine::SubmitBurst(std::span<Job* const> jobs) {
   if (jobs.empty()) return;
+  if (slow_ != nullptr) {
+    // The slow jobs go to the slow pool; the rest goes on as below.
+    const uint64_t threshold = static_cast<uint64_t>(options_.slow_job.count());
+    if (std::any_of(jobs.begin(), jobs.end(),
+                    [&](const Job* j) { return EstimatedCostNs(*j) >= threshold; })) {
+      std::vector<Job*> fast;
+      fast.reserve(jobs.size());
+      if (!RouteSlow(jobs, &fast) || fast.empty()) return;
+      SubmitFast(fast);
+      return;
+    }
+  }
+  SubmitFast(jobs);
+}
+
+void Engine::SubmitFast(std::span<Job* const> jobs) {
   // On a worker serving I/O: its own queue, run in its next burst with whatever else arrived.
   // A burst larger than that queue, on a worker with nothing queued, runs at once when inline
   // runs are allowed (as a burst on an idle core's submitting thread would below).
@@ -317,6 +432,7 @@ void Engine::Shutdown(ShutdownMode mode) {
   if (shut_down_.load(std::memory_order_acquire)) return;
   if (mode == ShutdownMode::kAbort) abort_.store(true, std::memory_order_relaxed);
   for (auto& n : nodes_) n->queue.Close();
+  if (slow_ != nullptr) slow_->Close();
   stopping_.store(true, std::memory_order_seq_cst);
   for (auto& n : nodes_) n->queue.WakeAll();
   // Bursts running on submitting threads finish before the runners can go away.
@@ -326,6 +442,7 @@ void Engine::Shutdown(ShutdownMode mode) {
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
+  if (slow_ != nullptr) slow_->Join();
   shut_down_.store(true, std::memory_order_release);
 }
 
@@ -360,6 +477,13 @@ EngineStats Engine::GetStats() const {
   std::vector<const Worker*> all;
   for (const auto& w : workers_) all.push_back(w.get());
   for (const auto& w : inline_runners_) all.push_back(w.get());
+  if (slow_ != nullptr) {
+    for (const auto& w : slow_->runners()) all.push_back(w.get());
+    st.slow_workers = slow_->threads();
+    st.slow_rejected = slow_->rejected();
+    st.slow_queued = slow_->queued();
+    st.slow_queued_cost_ns = slow_->queued_cost_ns();
+  }
   for (const Worker* w : all) {
     const WorkerCounters& c = w->counters();
     if (w->info.id >= 0) {
@@ -374,6 +498,8 @@ EngineStats Engine::GetStats() const {
       ws.busy_ns = c.busy_ns.load(R);
       ws.parks = c.parks.load(R);
       st.workers.push_back(ws);
+    } else if (w->info.id <= -1000) {
+      st.slow_jobs += c.jobs.load(R);
     } else {
       st.jobs_inline += c.jobs.load(R);
     }

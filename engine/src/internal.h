@@ -2,8 +2,15 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -84,6 +91,9 @@ class Worker {
   // Runs jobs on the calling thread through this worker's batcher, in bursts of at most
   // max_batch (the inline runner of SubmitBurst; the caller holds it exclusively).
   void RunHere(std::span<Job* const> jobs);
+  // Runs one job that waited in a queue (its enqueue time is kept: the wait is counted) on the
+  // calling thread: the slow pool's runners.
+  void RunQueued(Job* job);
 
   WorkerInfo info;
   WorkerCounters& counters() { return *counters_; }
@@ -133,6 +143,58 @@ class Worker {
   std::vector<Job*> local_;
   size_t local_head_ = 0;
   size_t local_count_ = 0;
+};
+
+// The slow pool (EngineOptions::slow_job): threads of their own for jobs too slow for a worker,
+// fed from one queue per tenant in fair turns weighted by cost. Admission and the queues are
+// under one mutex: slow jobs take milliseconds each, so the lock is not on any hot path.
+class SlowPool {
+ public:
+  SlowPool(Engine& engine, int threads, int mem_node);
+  ~SlowPool();  // Close() and Join()
+  SlowPool(const SlowPool&) = delete;
+  SlowPool& operator=(const SlowPool&) = delete;
+
+  void Start();
+  // Queues every job of `jobs` (costs[i] is jobs[i]'s estimate), or none: false when they would
+  // pass the total or a tenant's bound, or the pool is closed (the caller completes them).
+  bool TryAdmit(std::span<Job* const> jobs, std::span<const uint64_t> costs, bool* closed);
+  // No more admissions; the threads run (or, on an aborting engine, complete as UNAVAILABLE)
+  // what is queued and end.
+  void Close();
+  void Join();
+
+  int threads() const { return static_cast<int>(runners_.size()); }
+  const std::vector<std::unique_ptr<Worker>>& runners() const { return runners_; }
+  size_t queued() const;
+  uint64_t queued_cost_ns() const;
+  uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Queued {
+    Job* job;
+    uint64_t cost;
+  };
+  struct Tenant {
+    std::deque<Queued> jobs;
+    uint64_t queued_cost = 0;
+    uint64_t served = 0;  // virtual time: the cost of what it has had run, from when it came
+  };
+  void Loop(Worker* runner);
+  // The next job, by the fairness rule; null when none is queued. mu_ held.
+  Job* TakeLocked();
+
+  Engine& engine_;
+  std::vector<std::unique_ptr<Worker>> runners_;
+  std::vector<std::thread> threads_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint32_t, Tenant> tenants_;  // tenants with queued jobs
+  uint64_t clock_ = 0;                  // the least `served` among tenants being served
+  size_t queued_ = 0;
+  uint64_t queued_cost_ = 0;
+  bool closed_ = false;
+  std::atomic<uint64_t> rejected_{0};
 };
 
 }  // namespace pqcd::engine

@@ -269,6 +269,13 @@ void Worker::RunHere(std::span<Job* const> jobs) {
   }
 }
 
+void Worker::RunQueued(Job* job) {
+  burst_[0] = job;
+  in_burst_ = true;
+  batcher_.Process(burst_, 1, false);
+  in_burst_ = false;
+}
+
 void Batcher::Process(Job** jobs, size_t n, bool stolen) {
   const Clock::time_point t0 = Clock::now();
   const bool abort = engine_.abort_.load(std::memory_order_relaxed);
@@ -323,6 +330,7 @@ void Batcher::Process(Job** jobs, size_t n, bool stolen) {
             std::span<absl::Status>(statuses_, count));
     const Clock::time_point te = Clock::now();
     const uint64_t per_job = Ns(te - tg) / count;
+    engine_.RecordCost(jobs[i]->op(), jobs[i]->algorithm(), per_job);
     OpCounters& oc = Counters(*jobs[i]);
     Bump(oc.jobs, count);
     Bump(oc.compute_sum, per_job * count);

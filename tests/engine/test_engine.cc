@@ -3,6 +3,7 @@
 // 1,000,000 jobs at 1; use e.g. 0.02 under TSan).
 #include "pqcd/engine/engine.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -245,6 +247,115 @@ TEST(Engine, PastDeadlineCompletesAsExpiredWithoutRunning) {
   EXPECT_EQ(st.jobs_expired, 50u);
   EXPECT_EQ(st.jobs_done, 0u);
   for (const auto& j : jobs) EXPECT_EQ(j->completions.load(), 1);
+}
+
+// The slow pool (EngineOptions::slow_job): jobs estimated above the threshold run on a thread of
+// their own, so a worker keeps serving cheap jobs while the slow thread is busy; tenants take fair
+// turns; a tenant's queued cost is bounded by its share, and another tenant still gets in.
+TEST(EngineSlow, SlowJobsRunOffTheWorkersInFairTurnsWithinTheirShare) {
+  EngineOptions o;
+  o.workers = 2;
+  o.slow_job = 1ms;
+  o.slow_workers = 1;
+  o.slow_queue = 10s;
+  o.slow_queue_per_tenant = 1s;
+  auto engine = MakeEngine(o);
+  std::mutex mu;
+  std::vector<std::string> order;  // completions of slow jobs, in order
+  Gate gate;
+  const auto slow = [&](SimpleJob& sj, uint32_t tenant, std::string name, bool hold) {
+    Arm(sj);
+    sj.job.tenant = tenant;
+    sj.job.cost_ns = 100'000'000;  // 100 ms, as the caller estimates it
+    sj.job.on_complete = [&mu, &order, &gate, job = &sj, name = std::move(name), hold](
+                             Job&, absl::Status st) {
+      if (hold) gate.Hold();  // the slow thread stays here until the gate opens
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(name);
+      }
+      job->status = std::move(st);
+      job->on_worker.store(CurrentWorker() != nullptr);
+      job->completions.fetch_add(1, std::memory_order_release);
+    };
+  };
+  SimpleJob first;
+  slow(first, 1, "A0", /*hold=*/true);
+  engine->Submit(&first.job);
+  gate.WaitEntered();  // the slow thread is busy with A0
+
+  // Tenant 1 queues its share (10 x 100 ms = 1 s); one more is refused; tenant 2 still gets in.
+  std::vector<std::unique_ptr<SimpleJob>> mine;
+  for (int i = 1; i <= 10; ++i) {
+    mine.push_back(std::make_unique<SimpleJob>());
+    slow(*mine.back(), 1, "A" + std::to_string(i), false);
+  }
+  std::vector<Job*> burst;
+  for (auto& sj : mine) burst.push_back(&sj->job);
+  engine->SubmitBurst(burst);
+  SimpleJob over;
+  slow(over, 1, "A11", false);
+  engine->Submit(&over.job);
+  WaitDone(over);  // refused at once, on this thread
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status)) << over.status;
+  SimpleJob other;
+  slow(other, 2, "B1", false);
+  engine->Submit(&other.job);
+
+  // A cheap job runs on a worker while the slow thread is still held.
+  SimpleJob cheap;
+  Arm(cheap, HashAlgorithm::kSha3_256);
+  cheap.job.tenant = 1;
+  engine->Submit(&cheap.job);
+  WaitDone(cheap);
+  EXPECT_TRUE(cheap.status.ok()) << cheap.status;
+  EXPECT_TRUE(cheap.on_worker.load());
+  EXPECT_EQ(first.completions.load(), 0) << "the slow job is still held";
+  EXPECT_EQ(engine->GetStats().slow_queued, 11u);
+
+  gate.open.store(true);
+  WaitDone(first);
+  WaitDone(other);
+  for (auto& sj : mine) WaitDone(*sj);
+  engine->Shutdown();
+  // Tenant 2's one job went right after tenant 1's first two, not behind all ten. (The refused
+  // A11 completed at once, on the submitting thread, before any of them.)
+  ASSERT_EQ(order.size(), 13u);
+  EXPECT_EQ(order.front(), "A11");
+  order.erase(order.begin());
+  const size_t b1 = std::find(order.begin(), order.end(), "B1") - order.begin();
+  EXPECT_LE(b1, 2u) << "B1 completed " << b1 << "th";
+  for (auto& sj : mine) {
+    EXPECT_TRUE(sj->status.ok()) << sj->status;
+    EXPECT_FALSE(sj->on_worker.load()) << "a slow job ran on a worker";
+  }
+  const EngineStats st = engine->GetStats();
+  EXPECT_EQ(st.slow_workers, 1);
+  EXPECT_EQ(st.slow_jobs, 12u);
+  EXPECT_EQ(st.slow_rejected, 1u);
+  EXPECT_EQ(st.slow_queued, 0u);
+}
+
+// The estimate follows what jobs take: a kind of job measured slow goes to the slow pool from then
+// on; SLH-DSA signing is taken as slow before it has been measured; a large hash is slow by size.
+TEST(EngineSlow, CostsAreEstimatedFromTheirKindAndSize) {
+  EngineOptions o;
+  o.workers = 1;
+  o.slow_job = 1ms;
+  auto engine = MakeEngine(o);
+  Job sign;
+  sign.Set<kernels::DsaSignItem>(kernels::AlgorithmId::kSlhDsaSha2_256s);
+  EXPECT_GE(engine->EstimatedCostNs(sign), 1'000'000u);
+  Job mldsa;
+  mldsa.Set<kernels::DsaSignItem>(kernels::AlgorithmId::kMlDsa65);
+  EXPECT_LT(engine->EstimatedCostNs(mldsa), 1'000'000u);
+  std::vector<uint8_t> big(4 << 20), digest(32);
+  Job hash;
+  hash.Set<HashItem>(kernels::AlgorithmId::kSha3_256) = {big, MutBytes(digest.data(), 32), {}};
+  EXPECT_GE(engine->EstimatedCostNs(hash), 1'000'000u);
+  hash.cost_ns = 5;
+  EXPECT_EQ(engine->EstimatedCostNs(hash), 5u);
+  engine->Shutdown();
 }
 
 TEST(Engine, CancelledJobCompletesAsCancelled) {

@@ -95,6 +95,22 @@ struct EngineOptions {
   // KEM/DSA execution; nullptr: such jobs complete as UNIMPLEMENTED. Set it to
   // pqcd::engine::PqcKernelExecutor() (library pqcd_engine_pqc).
   KernelExecutor pqc_executor = nullptr;
+
+  // Slow work. A job whose estimated cost (Job::cost_ns, else the mean time its (operation,
+  // algorithm) took to compute, measured as jobs run, with a prior for SLH-DSA signing and key
+  // generation) is at least `slow_job` never runs on a worker: an SLH-DSA-SHA2-256s signature
+  // takes about 190 ms and cannot be preempted, and a worker busy with it serves none of the
+  // calls its I/O receives. Slow jobs go to `slow_workers` threads of their own (0: one fewer
+  // than the workers, at least one), which run at a lower priority (nice 10) than the workers,
+  // take one job at a time, and take them from the tenants in fair turns weighted by cost (the
+  // tenant that has had the least slow work so far goes next). Admission is by cost: a burst
+  // whose slow jobs would pass `slow_queue` of queued work in all, or `slow_queue_per_tenant`
+  // for one tenant, is refused as a whole with RESOURCE_EXHAUSTED. 0 (the default): no slow
+  // pool, every job runs on the workers.
+  std::chrono::nanoseconds slow_job{0};
+  int slow_workers = 0;
+  std::chrono::nanoseconds slow_queue{std::chrono::seconds(240)};
+  std::chrono::nanoseconds slow_queue_per_tenant{std::chrono::seconds(60)};
 };
 
 // Where a worker runs. Available inside completions through CurrentWorker().
@@ -129,6 +145,7 @@ class WorkerIo {
 
 class Worker;
 class Batcher;
+class SlowPool;
 struct NodeState;
 
 class Engine {
@@ -170,10 +187,21 @@ class Engine {
   const std::vector<int>& io_cpus() const { return io_cpus_; }
   // Current depth of a node's queue (approximate).
   size_t QueueDepth(int node) const;
+  // The estimated CPU cost of `job` in nanoseconds (EngineOptions::slow_job).
+  uint64_t EstimatedCostNs(const Job& job) const;
 
  private:
   friend class Worker;
   friend class Batcher;
+  friend class SlowPool;
+  // Moves the slow jobs of `jobs` to the slow pool (admitted all or none); the fast ones are
+  // left in `fast`. False: the slow pool refused them, and every job of `jobs` was completed
+  // RESOURCE_EXHAUSTED.
+  bool RouteSlow(std::span<Job* const> jobs, std::vector<Job*>* fast);
+  // SubmitBurst for jobs that run on the workers.
+  void SubmitFast(std::span<Job* const> jobs);
+  // A group of jobs of (op, algorithm) took `per_job_ns` each: the estimate follows it.
+  void RecordCost(Operation op, kernels::AlgorithmId algorithm, uint64_t per_job_ns);
   explicit Engine(EngineOptions options);
   absl::Status Start();
   int PickNode(const Job& job) const;
@@ -194,6 +222,10 @@ class Engine {
   std::vector<std::thread> threads_;
   std::vector<int> io_cpus_;
   std::vector<int> real_cpus_;  // this process's affinity at Create
+  // Mean compute time per job of each (operation, algorithm), an exponential moving average
+  // (0: not measured yet).
+  std::unique_ptr<std::atomic<uint64_t>[]> cost_ns_;
+  std::unique_ptr<SlowPool> slow_;  // null: no slow pool (slow_job == 0)
   size_t steal_threshold_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> abort_{false};

@@ -98,6 +98,12 @@ class Job {
   Clock::time_point deadline = Clock::time_point::max();
   // NUMA node (Topology node index) to queue on; -1: the submitting CPU's node, else least loaded.
   int node_hint = -1;
+  // Who asked (the server's caller identity, hashed): slow jobs (EngineOptions::slow_job) are
+  // admitted within a share per tenant and run in fair turns between tenants.
+  uint32_t tenant = 0;
+  // The job's CPU cost in nanoseconds if the caller knows it better than the engine (a hash of
+  // many bytes); 0: the engine's estimate for its (operation, algorithm), measured as it runs.
+  uint64_t cost_ns = 0;
 
   Completion on_complete;
   // Free for the caller (e.g. its reactor); the engine never reads it.
@@ -120,6 +126,7 @@ class Job {
   friend class Engine;
   friend class Worker;
   friend class Batcher;
+  friend class SlowPool;
   Payload payload_;
   kernels::AlgorithmId algorithm_ = kernels::AlgorithmId::kSha3_256;
   std::atomic<bool> cancelled_{false};

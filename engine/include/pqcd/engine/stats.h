@@ -75,6 +75,12 @@ struct EngineStats {
   uint64_t jobs_rejected = 0;     // queue full
   uint64_t jobs_unavailable = 0;  // shutting down (at Submit, or queued during an aborting stop)
   uint64_t jobs_inline = 0;       // run by SubmitBurst on the submitting thread (in the above too)
+  // The slow pool (EngineOptions::slow_job).
+  int slow_workers = 0;
+  uint64_t slow_jobs = 0;            // run by the slow pool (in the above too)
+  uint64_t slow_rejected = 0;        // refused: past the slow queue's cost bounds
+  size_t slow_queued = 0;            // waiting now
+  uint64_t slow_queued_cost_ns = 0;  // their estimated cost
 };
 
 }  // namespace pqcd::engine
