@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -88,6 +89,40 @@ FlagLog LogOf(std::string_view name) {
   return FlagLog::kShown;  // --config
 }
 
+bool IsFlagName(std::string_view name) {
+  for (const FlagInfo& info : kFlags) {
+    if (info.name == name) return true;
+  }
+  return false;
+}
+
+// "; did you mean \"tls-client-ca\"?" for the flag whose name is closest to `name` (edit
+// distance at most 3), else "".
+std::string NearestFlagHint(std::string_view name) {
+  size_t best = 4;
+  std::string_view best_name;
+  for (const FlagInfo& info : kFlags) {
+    const std::string_view f = info.name;
+    std::vector<size_t> row(f.size() + 1);
+    for (size_t j = 0; j <= f.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= f.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == f[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    if (row[f.size()] < best) {
+      best = row[f.size()];
+      best_name = f;
+    }
+  }
+  if (best_name.empty()) return "";
+  return "; did you mean \"" + std::string(best_name) + "\"?";
+}
+
 // --config files are JSON objects whose keys are flag names without the dashes ("listen",
 // "unix-mode" or "unix_mode"). Arrays give repeatable flags (--admin).
 class JsonConfig : public CLI::Config {
@@ -107,6 +142,14 @@ class JsonConfig : public CLI::Config {
       CLI::ConfigItem item;
       item.name = key;
       std::replace(item.name.begin(), item.name.end(), '_', '-');
+      // A key that names no flag is a typo (or a flag of another version): refused, not ignored,
+      // so that a misspelt "tls_client_ca" cannot leave mTLS off unnoticed.
+      if (!IsFlagName(item.name)) {
+        throw CLI::ConversionError("config file: unknown key \"" + key +
+                                   "\" (keys are the flag names of pqcd --help without the "
+                                   "dashes, e.g. \"listen\" or \"unix_mode\")" +
+                                   NearestFlagHint(item.name));
+      }
       // Precedence: the environment beats the config file (the command line beats both).
       if (std::getenv(EnvName(item.name).c_str()) != nullptr) continue;
       auto to_string = [](const nlohmann::json& v) {
@@ -186,8 +229,9 @@ absl::StatusOr<ParseResult> ParseConfig(int argc, const char* const* argv) {
   ParseResult result;
   Config& c = result.config;
   CLI::App app{
-      "pqcd: post-quantum cryptography daemon (ML-KEM, ML-DSA, SLH-DSA, SHA-3/SHAKE, SM3, SHA-2) "
-      "over gRPC",
+      "pqcd: post-quantum cryptography daemon (ML-KEM, the hybrid KEMs X25519MLKEM768, "
+      "SecP256r1MLKEM768, SecP384r1MLKEM1024 and X-Wing, ML-DSA, SLH-DSA, SHA-3/SHAKE, SM3, "
+      "SHA-2) over gRPC",
       "pqcd"};
   app.get_formatter()->column_width(36);
   app.footer(

@@ -9,6 +9,7 @@
 // auxiliary runner for a held KeyGen). The object is deleted when both the done and the Finish
 // tags are back.
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -230,7 +231,11 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
         continue;
       }
       st->done = [this, result](absl::Status status) {
-        if (absl::IsResourceExhausted(status)) queue_full_.fetch_add(1, std::memory_order_relaxed);
+        if (absl::IsResourceExhausted(status)) {
+          std::lock_guard<std::mutex> lock(refusal_mu_);
+          if (refusal_.empty()) refusal_ = std::string(status.message());
+          queue_full_.fetch_add(1, std::memory_order_relaxed);
+        }
         SetResultStatus(result, status);
         ItemDone();
       };
@@ -258,12 +263,24 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const bool refused =
         submitted_ > 0 && queue_full_.load(std::memory_order_relaxed) == submitted_;
-    FinishWith(refused ? grpc::Status(
-                             grpc::StatusCode::RESOURCE_EXHAUSTED,
-                             absl::StrCat("engine queue full: no room for the Batch's ", submitted_,
-                                          " operations (--queue-capacity); retry later "
-                                          "or send smaller Batches"))
-                       : grpc::Status::OK);
+    if (!refused) {
+      FinishWith(grpc::Status::OK);
+      return;
+    }
+    // Refused as a whole: by the node's queue (its capacity in jobs) or by the slow pool (the
+    // estimated cost of its slow jobs); the engine's message says which.
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(refusal_mu_);
+      why = refusal_;
+    }
+    FinishWith(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        why.find("slow") != std::string::npos
+            ? absl::StrCat("no room for the Batch's ", submitted_, " operations: ", why)
+            : absl::StrCat("engine queue full: no room for the Batch's ", submitted_,
+                           " operations (--queue-capacity); retry later or send smaller "
+                           "Batches")));
   }
 
   void CancelJobs() override {
@@ -274,6 +291,8 @@ class BatchCall final : public AsyncCall<pqc::v1::BatchRequest, pqc::v1::BatchRe
   std::unique_ptr<OpState[]> ops_;
   std::atomic<int> remaining_{1};
   std::atomic<int> queue_full_{0};
+  std::mutex refusal_mu_;
+  std::string refusal_;  // the first RESOURCE_EXHAUSTED item's message
   int submitted_ = 0;
 };
 

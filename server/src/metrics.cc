@@ -1,10 +1,14 @@
 #include "pqcd/server/metrics.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -125,6 +129,16 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     absl::MutexLock lock(&mu_);
     engine_ = e;
   }
+  // What the engine has done so far (the start-up self-test) is left out of the operation
+  // metrics from now on.
+  void ExcludeEngineWorkSoFar() {
+    absl::MutexLock lock(&mu_);
+    if (engine_ == nullptr) return;
+    baseline_.clear();
+    for (const engine::OpStats& op : engine_->GetStats().ops) {
+      baseline_[{static_cast<int>(op.op), static_cast<int>(op.algorithm)}] = op;
+    }
+  }
   void SetHeldKeys(std::function<size_t()> f) {
     absl::MutexLock lock(&mu_);
     held_keys_ = std::move(f);
@@ -215,6 +229,34 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     r.gauge.value = rss;
     rss_family.metric.push_back(r);
     out.push_back(std::move(rss_family));
+    // The other standard process metrics (Prometheus' client conventions): start time (field 22,
+    // in ticks since boot), virtual memory (field 23), open and allowed descriptors.
+    static const double boot_time = [] {
+      std::ifstream stat_file("/proc/stat");
+      std::string key;
+      double value = 0;
+      while (stat_file >> key) {
+        if (key == "btime" && stat_file >> value) return value;
+        stat_file.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+      }
+      return 0.0;
+    }();
+    AddGauge(out, "process_start_time_seconds",
+             "Start time of the process since unix epoch in seconds",
+             boot_time + std::stod(f[19]) / ticks);
+    AddGauge(out, "process_virtual_memory_bytes", "Virtual memory size in bytes", std::stod(f[20]));
+    size_t fds = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      ++fds;
+    }
+    AddGauge(out, "process_open_fds", "Number of open file descriptors", static_cast<double>(fds));
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+      AddGauge(out, "process_max_fds", "Maximum number of open file descriptors",
+               nofile.rlim_cur == RLIM_INFINITY ? -1.0 : static_cast<double>(nofile.rlim_cur));
+    }
   }
 
   std::vector<MetricFamily> Collect() const override {
@@ -367,7 +409,28 @@ class Metrics::EngineCollector : public prometheus::Collectable {
     AddProcessMetrics(out);
     if (engine_ == nullptr) return out;
 
-    const engine::EngineStats s = engine_->GetStats();
+    engine::EngineStats s = engine_->GetStats();
+    // Less the self-test's jobs: a pair used only by the self-test exports no series at all
+    // (52 operation/algorithm pairs with two histograms each were ~3,000 series per instance).
+    std::vector<engine::OpStats> served;
+    for (engine::OpStats op : s.ops) {
+      if (auto it = baseline_.find({static_cast<int>(op.op), static_cast<int>(op.algorithm)});
+          it != baseline_.end()) {
+        const engine::OpStats& b = it->second;
+        op.jobs -= std::min(op.jobs, b.jobs);
+        op.errors -= std::min(op.errors, b.errors);
+        op.expired -= std::min(op.expired, b.expired);
+        op.cancelled -= std::min(op.cancelled, b.cancelled);
+        op.queue_wait_ns_sum -= std::min(op.queue_wait_ns_sum, b.queue_wait_ns_sum);
+        op.compute_ns_sum -= std::min(op.compute_ns_sum, b.compute_ns_sum);
+        for (int i = 0; i < engine::kLatencyBuckets; ++i) {
+          op.queue_wait_hist[i] -= std::min(op.queue_wait_hist[i], b.queue_wait_hist[i]);
+          op.compute_hist[i] -= std::min(op.compute_hist[i], b.compute_hist[i]);
+        }
+      }
+      if (op.jobs + op.expired + op.cancelled > 0) served.push_back(op);
+    }
+    s.ops = std::move(served);
     MetricFamily ops{"pqcd_operations_total",
                      "Crypto operations executed: engine jobs, and HashStream digests",
                      MetricType::Counter,
@@ -435,6 +498,22 @@ class Metrics::EngineCollector : public prometheus::Collectable {
       inl.metric.push_back(c);
     }
     out.push_back(std::move(inl));
+
+    // The slow pool (--slow-job-ms): jobs too slow for a worker, run on threads of their own.
+    AddGauge(out, "pqcd_slow_workers", "Threads that run slow jobs (--slow-workers)",
+             static_cast<double>(s.slow_workers));
+    AddGauge(out, "pqcd_slow_jobs_total",
+             "Engine jobs run by the slow pool (--slow-job-ms); also counted in pqcd_jobs_total",
+             static_cast<double>(s.slow_jobs), MetricType::Counter);
+    AddGauge(out, "pqcd_slow_rejected_total",
+             "Slow jobs refused: their estimated CPU time would pass --slow-queue-seconds or the "
+             "caller's --slow-queue-seconds-per-identity",
+             static_cast<double>(s.slow_rejected), MetricType::Counter);
+    AddGauge(out, "pqcd_slow_queue_jobs", "Slow jobs waiting for a slow thread",
+             static_cast<double>(s.slow_queued));
+    AddGauge(out, "pqcd_slow_queue_seconds",
+             "Estimated CPU seconds of the slow jobs waiting for a slow thread",
+             static_cast<double>(s.slow_queued_cost_ns) / 1e9);
 
     MetricFamily batch{
         "pqcd_batch_size", "Jobs taken by a worker per burst", MetricType::Histogram, {}};
@@ -504,6 +583,8 @@ class Metrics::EngineCollector : public prometheus::Collectable {
   std::function<Bounds()> bounds_;
   std::function<KeyStoreLink()> key_store_link_;
   std::map<std::string, uint64_t> streamed_hashes_;  // HashStream digests by algorithm
+  // The engine's statistics when the self-test ended, by (operation, algorithm).
+  std::map<std::pair<int, int>, engine::OpStats> baseline_;
 };
 
 Metrics::Metrics(std::string version, std::string isa)
@@ -544,6 +625,9 @@ Metrics::~Metrics() = default;
 
 void Metrics::SetEngine(const engine::Engine* engine) {
   engine_collector_->SetEngine(engine);
+}
+void Metrics::ExcludeEngineWorkSoFar() {
+  engine_collector_->ExcludeEngineWorkSoFar();
 }
 void Metrics::SetHeldKeysSource(std::function<size_t()> source) {
   engine_collector_->SetHeldKeys(std::move(source));

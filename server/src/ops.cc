@@ -48,9 +48,7 @@ absl::StatusOr<HeldKeyUse> ResolveKey(ServiceContext* ctx, const Caller& caller,
                                       const pqc::v1::KeyRef& ref, int* algorithm, Family family,
                                       const char* rpc, bool want_public_key) {
   if (!caller.may_hold_keys) {
-    return absl::PermissionDeniedError(
-        "key_ref: held keys need an authenticated identity (mTLS client certificate or the Unix "
-        "socket) or a daemon started with --allow-insecure-tcp");
+    return absl::PermissionDeniedError("key_ref: " + HeldKeysRefusal(caller));
   }
   if (absl::Status s = ValidateKeyId(ref.key_id(), "key_ref.key_id"); !s.ok()) return s;
   // Owners use their keys; another identity's key only where the daemon grants it
@@ -289,9 +287,7 @@ absl::Status PrepareRequest(ServiceContext* ctx, const Caller& caller,
   MutBytes private_key, seed_out;
   if (req.hold()) {
     if (!caller.may_hold_keys) {
-      return absl::PermissionDeniedError(
-          "hold: held keys need an authenticated identity (mTLS client certificate or the Unix "
-          "socket) or a daemon started with --allow-insecure-tcp");
+      return absl::PermissionDeniedError("hold: " + HeldKeysRefusal(caller));
     }
     std::string key_id = req.key_id().empty() ? NewKeyId() : req.key_id();
     if (absl::Status s = ValidateKeyId(key_id, "key_id"); !s.ok()) return s;
@@ -613,10 +609,16 @@ size_t AnswerBound(const pqc::v1::Operation& op) {
 
 }  // namespace
 
+uint32_t TenantOf(const Caller& caller) {
+  const size_t h = std::hash<std::string>{}(caller.identity);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
                               OpState* st, GivenKeys* given) {
   st->ctx = ctx;
+  st->job.tenant = TenantOf(caller);
   switch (op.op_case()) {
     case pqc::v1::Operation::kKeygen:
       return PrepareRequest(ctx, caller, op.keygen(), result->mutable_keygen(), st, given);
@@ -641,6 +643,7 @@ absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
 template <class Req, class Resp>
 absl::Status Prepare(ServiceContext* ctx, const Caller& caller, const Req& req, Resp* resp,
                      OpState* st) {
+  st->job.tenant = TenantOf(caller);
   return PrepareRequest(ctx, caller, req, resp, st, nullptr);
 }
 

@@ -103,6 +103,10 @@ template <class Req, class Resp>
 absl::Status Prepare(ServiceContext* ctx, const Caller& caller, const Req& req, Resp* resp,
                      OpState* st);
 // Any of the above, for Batch and Stream items. given (Batch, packed Stream): see GivenKeys.
+// The engine's tenant of a caller's jobs (Job::tenant): its identity, hashed. Slow jobs are
+// admitted and served fairly per tenant (EngineOptions::slow_job).
+uint32_t TenantOf(const Caller& caller);
+
 absl::Status PrepareOperation(ServiceContext* ctx, const Caller& caller,
                               const pqc::v1::Operation& op, pqc::v1::OperationResult* result,
                               OpState* st, GivenKeys* given = nullptr);

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,6 +149,44 @@ std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name, const Config
 // Writes through a fresh temporary file (O_CREAT|O_EXCL|O_NOFOLLOW, random name beside `path`,
 // mode 0644) renamed over `path`: a symlink planted at the temporary or final name is never
 // followed (rename replaces the link itself).
+// Why gRPC could not bind `listen` ("host:port", "[v6]:port"): gRPC reports only that it failed,
+// so the address is bound once more here, with gRPC's own SO_REUSEADDR, to learn the errno.
+std::string ExplainBindFailure(const std::string& listen) {
+  std::string host = listen;
+  std::string port;
+  if (const size_t colon = listen.rfind(':'); colon != std::string::npos) {
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
+    return "the address does not resolve (give HOST:PORT, e.g. 127.0.0.1:50051 or [::1]:50051)";
+  }
+  int err = 0;
+  for (addrinfo* a = found; a != nullptr && err == 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0) err = errno;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (err == EADDRINUSE) {
+    return "address already in use (another pqcd, or another program, listens there; pqcd does "
+           "not share a port: give another --listen, or stop the other process)";
+  }
+  if (err != 0) return std::strerror(err);
+  return "gRPC could not bind it (see its log lines above)";
+}
+
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
   uint8_t rnd[8];
   if (absl::Status s = kernels::OsRandom().Generate(kernels::MutBytes(rnd, sizeof rnd)); !s.ok()) {
@@ -440,6 +480,14 @@ int DaemonMain(int argc, char** argv) {
   eo.max_batch = config.max_batch;
   eo.run_inline_when_idle = config.inline_crypto;
   eo.pqc_executor = engine::PqcKernelExecutor();
+  const auto ns = [](double seconds) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(seconds));
+  };
+  eo.slow_job = ns(config.slow_job_ms / 1000);
+  eo.slow_workers = static_cast<int>(config.slow_workers);
+  eo.slow_queue = ns(config.slow_queue_s);
+  eo.slow_queue_per_tenant = ns(config.slow_queue_per_identity_s);
   auto engine = engine::Engine::Create(eo);
   if (!engine.ok()) {
     log->critical("cannot start the engine: {}", std::string(engine.status().message()));
@@ -458,6 +506,7 @@ int DaemonMain(int argc, char** argv) {
     return 1;
   }
   metrics.SetSelfTestPassed(true);
+  metrics.ExcludeEngineWorkSoFar();
   log->info("self-test passed: {} known-answer tests on isa {}", tests, isa_name);
 
   TaskRunner aux(2);
@@ -547,6 +596,10 @@ int DaemonMain(int argc, char** argv) {
   grpc::ResourceQuota quota("pqcd");
   quota.Resize(static_cast<size_t>(config.grpc_memory_mb) << 20);
   builder.SetResourceQuota(quota);
+  // No SO_REUSEPORT: gRPC sets it by default, so a second daemon given the port of a running one
+  // would bind beside it and the kernel would split the connections between two daemons with
+  // different in-memory keys. Without it the second bind fails (EADDRINUSE) and pqcd exits.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              static_cast<int>(config.max_concurrent_streams));
   // A TCP connection that has not completed its handshake within --handshake-timeout is closed
@@ -602,7 +655,7 @@ int DaemonMain(int argc, char** argv) {
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || (!config.listen.empty() && tcp_port == 0)) {
-    log->critical("cannot listen on {}", config.listen);
+    log->critical("cannot listen on {}: {}", config.listen, ExplainBindFailure(config.listen));
     return 1;
   }
   if (tcp_gate) {
@@ -618,9 +671,11 @@ int DaemonMain(int argc, char** argv) {
   }
   crypto.StartCoreServing(&core_queues);
   keys.StartCoreServing(&core_queues);
-  health.Start(&core_queues);
-  reflection_v1alpha.Start(&core_queues);
-  reflection_v1.Start(&core_queues);
+  // Every call of every service is charged and watched (bounds.h), not only the crypto ones.
+  const CallBounds call_bounds{ctx.memory, ctx.unread};
+  health.Start(&core_queues, call_bounds, &ctx.identity_policy);
+  reflection_v1alpha.Start(&core_queues, call_bounds, &ctx.identity_policy);
+  reflection_v1.Start(&core_queues, call_bounds, &ctx.identity_policy);
   // The order every stop keeps: health Watches end (once they have sent NOT_SERVING), no new
   // calls (the server shuts down once the calls in progress are answered or cancelled, which the
   // workers still serve), then the core queues end, then the engine.

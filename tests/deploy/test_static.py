@@ -23,12 +23,13 @@ COUNTERS = {"pqcd_requests_total", "pqcd_operations_total", "pqcd_jobs_total", "
             "pqcd_unread_answers_cancelled_total", "pqcd_long_calls_refused_total",
             "pqcd_unix_connections_refused_total", "pqcd_tcp_connections_refused_total",
             "pqcd_lanes_opened_total", "pqcd_lanes_refused_total", "pqcd_lanes_broken_total",
-            "pqcd_lane_requests_total"}
+            "pqcd_lane_requests_total", "pqcd_slow_jobs_total", "pqcd_slow_rejected_total"}
 HISTOGRAMS = {"pqcd_queue_wait_seconds", "pqcd_compute_seconds", "pqcd_request_duration_seconds", "pqcd_batch_size",
               "pqcd_lane_request_duration_seconds"}
 GAUGES = {"pqcd_queue_depth", "pqcd_queue_capacity", "pqcd_workers", "pqcd_inflight_requests", "pqcd_held_keys",
           "pqcd_selftest_passed", "pqcd_draining", "pqcd_build_info", "pqcd_memory_held_bytes",
-          "pqcd_long_calls_open", "pqcd_unix_connections", "pqcd_tcp_connections", "pqcd_lanes"}
+          "pqcd_long_calls_open", "pqcd_unix_connections", "pqcd_tcp_connections", "pqcd_lanes",
+          "pqcd_slow_workers", "pqcd_slow_queue_jobs", "pqcd_slow_queue_seconds"}
 # The PostgreSQL key store's metrics (issue 16, docs/key-store-postgres.md).
 KEY_STORE_METRICS = {"pqcd_key_store_up", "pqcd_key_store_serving", "pqcd_key_store_sync_age_seconds",
                      "pqcd_key_store_reconnects_total", "pqcd_key_store_syncs_total"}

@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -201,6 +203,34 @@ TEST(OpsTest, ConfigFileAndEnvironment) {
   EXPECT_EQ(d.Terminate(), 0);
 }
 
+// A key of the config file that names no flag is refused at start-up, naming the key and the
+// flag it was probably meant to be (issue 45: a misspelt tls_client_ca went unnoticed).
+TEST(OpsTest, ConfigFileWithAnUnknownKeyIsRefused) {
+  TempDir tmp;
+  {
+    std::ofstream cfg(tmp / "pqcd.json");
+    cfg << R"({"max-batch": 8, "tls_client_cax": "/etc/ca.pem"})";
+  }
+  Daemon d;
+  EXPECT_EQ(d.RunToExit({"--config", tmp / "pqcd.json"}), 2) << d.log();
+  EXPECT_NE(d.log().find("unknown key \"tls_client_cax\""), std::string::npos) << d.log();
+  EXPECT_NE(d.log().find("did you mean \"tls-client-ca\""), std::string::npos) << d.log();
+  EXPECT_EQ(d.log().find("serving"), std::string::npos) << d.log();
+}
+
+// A second daemon given the port of a running one exits non-zero with "address already in use"
+// instead of binding beside it (gRPC's SO_REUSEPORT), and the first keeps serving.
+TEST(OpsTest, ASecondDaemonOnAPortInUseExitsNonZero) {
+  Daemon first;
+  ASSERT_TRUE(first.Start({"--log-level", "warn"})) << first.log();
+  Daemon second;
+  EXPECT_EQ(second.RunToExit({"--listen", first.target()}), 1) << second.log();
+  EXPECT_NE(second.log().find("address already in use"), std::string::npos) << second.log();
+  EXPECT_EQ(second.log().find("serving:"), std::string::npos) << second.log();
+  EXPECT_EQ(Daemon::Health(first.Channel()), "SERVING");
+  EXPECT_EQ(first.Terminate(), 0);
+}
+
 TEST(OpsTest, MetricsAddUpAndPassPromtool) {
   Daemon d;
   ASSERT_TRUE(d.Start({"--allow-insecure-tcp"}));
@@ -210,8 +240,27 @@ TEST(OpsTest, MetricsAddUpAndPassPromtool) {
       MetricValue(before, "pqcd_operations_total{algorithm=\"SHA3-256\",operation=\"hash\"}");
   const double kg_ops0 =
       MetricValue(before, "pqcd_operations_total{algorithm=\"ML-KEM-768\",operation=\"keygen\"}");
-  EXPECT_GE(hash_ops0, 1);  // the self-test ran through the engine
-  EXPECT_GE(kg_ops0, 1);
+  // The start-up self-test ran through the engine but is not counted: no operation series yet,
+  // and no histogram series for the ~50 (operation, algorithm) pairs it used (issue 45: ~3,000
+  // series per instance before any request).
+  EXPECT_EQ(hash_ops0, -1) << before;
+  EXPECT_EQ(kg_ops0, -1);
+  EXPECT_EQ(before.find("pqcd_compute_seconds_bucket"), std::string::npos) << before;
+  size_t samples = 0;
+  for (size_t at = 0; at < before.size(); at = before.find('\n', at) + 1) {
+    if (before[at] != '#') ++samples;
+    if (before.find('\n', at) == std::string::npos) break;
+  }
+  RecordProperty("series_at_start", std::to_string(samples));
+  EXPECT_LT(samples, 600u) << before;
+  // The standard process metrics.
+  EXPECT_GT(MetricValue(before, "process_open_fds"), 0);
+  EXPECT_GT(MetricValue(before, "process_max_fds"), 0);
+  const double started = MetricValue(before, "process_start_time_seconds");
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_GT(started, now - 600) << before;
+  EXPECT_LE(started, now + 5) << before;
+  const double hash_ops_start = std::max(0.0, hash_ops0), kg_ops_start = std::max(0.0, kg_ops0);
 
   auto stub = d.Crypto();
   for (int i = 0; i < 10; ++i) {
@@ -265,15 +314,15 @@ TEST(OpsTest, MetricsAddUpAndPassPromtool) {
   EXPECT_EQ(MetricValue(m, "pqcd_requests_total{algorithm=\"mixed\",code=\"OK\",rpc=\"Batch\"}"),
             1);
   EXPECT_EQ(MetricValue(m, "pqcd_operations_total{algorithm=\"SHA3-256\",operation=\"hash\"}"),
-            hash_ops0 + 14);
+            hash_ops_start + 14);
   EXPECT_EQ(MetricValue(m, "pqcd_operations_total{algorithm=\"ML-KEM-768\",operation=\"keygen\"}"),
-            kg_ops0 + 5);
+            kg_ops_start + 5);
   EXPECT_EQ(
       MetricValue(m, "pqcd_queue_wait_seconds_count{algorithm=\"SHA3-256\",operation=\"hash\"}"),
-      hash_ops0 + 14);
+      hash_ops_start + 14);
   EXPECT_EQ(
       MetricValue(m, "pqcd_compute_seconds_count{algorithm=\"ML-KEM-768\",operation=\"keygen\"}"),
-      kg_ops0 + 5);
+      kg_ops_start + 5);
   EXPECT_EQ(MetricValue(m, "pqcd_request_duration_seconds_count{rpc=\"Hash\"}"), 10);
   EXPECT_EQ(MetricValue(m, "pqcd_held_keys"), 1);
   EXPECT_EQ(MetricValue(m, "pqcd_inflight_requests"), 0);

@@ -211,6 +211,20 @@ std::string DefaultLegacyLocalOwner();
     "seconds an answer may wait for its client to take it; then the call is cancelled and its "    \
     "memory freed",                                                                                \
     CLI::Range(0.1, 86400.0))                                                                      \
+  /* engine::EngineOptions::slow_job and its pool (issue 45: one slow Batch took every worker). */ \
+  X(Option, "slow-job-ms", slow_job_ms, double, 1.0, Shown,                                        \
+    "jobs estimated to take at least this many ms of CPU (SLH-DSA signing, large hashes) run on "  \
+    "threads of their own below the workers, in fair turns between callers (0: on the workers)",   \
+    CLI::Range(0.0, 60000.0))                                                                      \
+  X(Option, "slow-workers", slow_workers, uint32_t, 0, Shown,                                      \
+    "threads for slow jobs (0: one fewer than the workers, at least one)", CLI::Range(0u, 1024u))  \
+  X(Option, "slow-queue-seconds", slow_queue_s, double, 240.0, Shown,                              \
+    "estimated CPU seconds of slow jobs queued for all callers before RESOURCE_EXHAUSTED",         \
+    CLI::Range(0.001, 86400.0))                                                                    \
+  X(Option, "slow-queue-seconds-per-identity", slow_queue_per_identity_s, double, 60.0, Shown,     \
+    "the same for one caller identity (one request larger than it is still taken while the "       \
+    "caller has nothing queued)",                                                                  \
+    CLI::Range(0.001, 86400.0))                                                                    \
   X(Option, "key-queue", key_queue, uint32_t, 64, Shown,                                           \
     "key-management requests (Keys.*, held KeyGen stores) queued before RESOURCE_EXHAUSTED",       \
     CLI::Range(1u, 1u << 20))                                                                      \
@@ -221,7 +235,7 @@ std::string DefaultLegacyLocalOwner();
     "calls in progress per client connection (HTTP/2 MAX_CONCURRENT_STREAMS)",                     \
     CLI::Range(1u, 1u << 20))                                                                      \
   X(Option, "port-file", port_file, std::string, "", Shown,                                        \
-    "write the selected TCP port to this file once listening", kNoCheck)                           \
+    "once serving, write two lines to this file: the TCP port, then the metrics port", kNoCheck)   \
   /* engine::EngineOptions::run_inline_when_idle. A value, not a switch: --inline-crypto false. */ \
   X(Option, "inline-crypto", inline_crypto, bool, true, Shown,                                     \
     "run a burst too large for a worker's own queue at once on that worker, and the jobs of "      \

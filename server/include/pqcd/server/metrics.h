@@ -31,6 +31,9 @@ class Metrics {
 
   // Engine statistics are read at scrape time (nullptr until the engine exists).
   void SetEngine(const engine::Engine* engine);
+  // Leaves what the engine has done so far out of the operation metrics (pqcd_operations_total,
+  // the queue-wait and compute histograms): called once the start-up self-test has passed.
+  void ExcludeEngineWorkSoFar();
   // Held keys are counted at scrape time.
   void SetHeldKeysSource(std::function<size_t()> source);
   // New held keys refused, by reason, read at scrape time.
