@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  clang libclang-rt-14-dev clang-format valgrind
+  clang libclang-rt-14-dev clang-format clang-tidy valgrind
   libssl-dev libabsl-dev libpq-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhwloc-dev hwloc libnuma-dev
