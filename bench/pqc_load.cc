@@ -191,6 +191,19 @@ int main(int argc, char** argv) {
       std::cerr << "pqc-load: --style lane: " << (*c)->lane_status() << '\n';
       return 2;
     }
+    // One check that fails at once when nothing listens (a wrong --target, a daemon not started):
+    // waiting for SERVING is only for a daemon that answers but is still starting.
+    pqcd::client::CallOptions probe;
+    probe.timeout = absl::Seconds(5);
+    probe.wait_for_ready = false;
+    if (auto h = (*c)->Health("", probe);
+        !h.ok() && h.status().code() == absl::StatusCode::kUnavailable) {
+      std::cerr << "pqc-load: cannot connect to the daemon at " << cfg.connection.targets << ": "
+                << h.status().message()
+                << "\n(is pqcd running there? give its address with --target, e.g. --target "
+                   "unix:/run/pqcd/pqcd.sock or --target 127.0.0.1:50051)\n";
+      return 3;
+    }
     auto ready = (*c)->WaitForServing(absl::Seconds(10));
     if (!ready.ok()) {
       std::cerr << "pqc-load: daemon not serving: " << ready << '\n';

@@ -17,3 +17,9 @@ done
 port=$(head -n 1 "$dir/port")
 [[ -n $port ]] || { echo "pqcd did not report its port" >&2; cat "$dir/pqcd.log" >&2; exit 1; }
 "$example" "127.0.0.1:$port"
+# --help is the usage, not a target (exit 0); a stray option is a usage error (exit 2).
+usage=$("$example" --help)
+[[ $usage == usage:* ]] || { echo "$example --help printed no usage: $usage" >&2; exit 1; }
+rc=0
+"$example" --bogus 2>/dev/null || rc=$?
+[[ $rc -eq 2 ]] || { echo "$example --bogus: exit $rc, expected 2" >&2; exit 1; }

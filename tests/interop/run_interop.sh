@@ -55,6 +55,16 @@ case $lang in
   python)
     /usr/bin/python3 "$src/client/examples/python/pqc_client.py" --target "$target" \
       --proto-dir "$src/proto" || status=$?
+    # A target where nothing listens: a message naming --target and exit 3 within the connect
+    # timeout, not a bare traceback after 30 s.
+    dead_rc=0
+    /usr/bin/python3 "$src/client/examples/python/pqc_client.py" --target 127.0.0.1:1 \
+      --proto-dir "$src/proto" --connect-timeout 1 >"$run/dead.out" 2>&1 || dead_rc=$?
+    if [[ $dead_rc -ne 3 ]] || ! grep -q -- "--target" "$run/dead.out" ||
+      grep -q "Traceback" "$run/dead.out"; then
+      echo "pqc_client.py against a dead target: exit $dead_rc, said:"; cat "$run/dead.out"
+      status=1
+    fi
     ;;
   *) echo "unknown language $lang"; exit 2 ;;
 esac

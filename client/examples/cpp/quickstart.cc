@@ -6,6 +6,7 @@
 //
 // Exit status 0 when every step succeeded and the two shared secrets matched.
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "pqcd/client/client.h"
@@ -32,6 +33,17 @@ int Fail(const char* step, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+    const bool help =
+        argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
+    std::fprintf(help ? stdout : stderr,
+                 "usage: %s [TARGET]\n"
+                 "An ML-KEM-768 key exchange, an ML-DSA-65 signature and a SHA3-256 hash through "
+                 "pqcd.\nTARGET: host:port or unix:PATH (default 127.0.0.1:50051).\n"
+                 "Exit status 0 when every step succeeded and the two shared secrets matched.\n",
+                 argv[0]);
+    return help ? 0 : 2;
+  }
   pc::ClientOptions options;
   if (argc > 1) options.targets = {argv[1]};
   auto client = pc::Client::Create(options);

@@ -49,13 +49,21 @@ class CryptoStub:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="127.0.0.1:50051", help="host:port or unix:PATH")
+    parser.add_argument("--connect-timeout", type=float, default=5.0,
+                        help="seconds to wait for a connection to the daemon (default 5)")
     parser.add_argument("--proto-dir", default=os.path.join(os.path.dirname(__file__),
                                                             "..", "..", "..", "proto"))
     args = parser.parse_args()
 
     common, pb = load_messages(os.path.abspath(args.proto_dir))
     channel = grpc.insecure_channel(args.target)
-    grpc.channel_ready_future(channel).result(timeout=30)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=args.connect_timeout)
+    except grpc.FutureTimeoutError:
+        print(f"pqc_client.py: cannot connect to pqcd at {args.target} within "
+              f"{args.connect_timeout:g} s (is it running? give its address with --target, "
+              "e.g. --target unix:/run/pqcd/pqcd.sock)", file=sys.stderr)
+        return 3
     stub = CryptoStub(channel, pb)
     timeout = 30  # every call gets a deadline
     failures = 0
