@@ -489,6 +489,17 @@ std::string HintFor(const Global& g, const Exit& e) {
       "give the daemon's address with --target HOST:PORT|unix:PATH or the "
       "PQC_TARGET environment variable";
   if (e.status == "UNAVAILABLE") {
+    // A plaintext client against a TLS listener sees its connection closed during the HTTP/2
+    // handshake ("Socket closed", "Connection reset"): the daemon is there, but speaks TLS.
+    const bool tcp = g.connection.targets.rfind("unix:", 0) != 0;
+    const bool closed = e.message.find("Socket closed") != std::string::npos ||
+                        e.message.find("Connection reset") != std::string::npos;
+    if (tcp && closed && !g.connection.tls && g.connection.ca.empty()) {
+      return "the daemon at '" + g.connection.targets +
+             "' closed the connection: if it serves TLS (--tls-cert), connect with --tls and "
+             "--ca FILE (and --cert/--key for mTLS); else " +
+             where;
+    }
     return "no pqcd could be reached at '" + g.connection.targets +
            "' (or it is shutting down): " + where;
   }

@@ -1080,6 +1080,28 @@ TEST_F(DaemonTest, CliKeyVersionsLaneWarningAndHelp) {
   }
 }
 
+// Issue 45, item 13: a plaintext pqc against a TLS daemon saw only "Socket closed"; now the hint
+// says the daemon may serve TLS and names --tls and --ca.
+TEST(DaemonTls, PlaintextCliAgainstATlsDaemonIsToldToUseTls) {
+  Daemon d;
+  const std::string cert = d.dir() / "tls.pem", key = d.dir() / "tls.key";
+  ASSERT_EQ(Shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+                  "-subj /CN=pqcd -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                  key + " -out " + cert + " 2>/dev/null"),
+            0);
+  ASSERT_TRUE(d.Start({"--tls-cert", cert, "--tls-key", key, "--unix", d.dir() / "s.sock"}));
+  const CliRun r =
+      Pqc(d.dir(), "--target " + d.target() + " --timeout 10 hash -a SHA3-256 --text abc");
+  EXPECT_EQ(r.code, 3) << Printed(r);
+  EXPECT_NE(r.err.find("--tls"), std::string::npos) << Printed(r);
+  EXPECT_NE(r.err.find("--ca"), std::string::npos) << Printed(r);
+  // With TLS it works.
+  const CliRun ok = Pqc(d.dir(), "--target " + d.target() + " --ca " + cert +
+                                     " --timeout 10 hash -a SHA3-256 --text abc");
+  EXPECT_EQ(ok.code, 0) << Printed(ok);
+  EXPECT_EQ(d.Terminate(), 0);
+}
+
 // Issue 45, item 9: an --admin identity manages another identity's keys from the CLI: --owner
 // on keys get/delete/rotate/import, --owner and --all-owners on keys list.
 TEST(DaemonAdmin, CliManagesAnotherIdentitysKeys) {
