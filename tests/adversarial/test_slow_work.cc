@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "daemon_fixture.h"
 #include "gtest/gtest.h"
 
@@ -40,7 +41,7 @@ BatchRequest SignBatch(const std::string& seed, int n, const std::string& prefix
     SignRequest* s = batch.add_operations()->mutable_sign();
     s->set_algorithm(SLH_DSA_SHA2_128S);
     s->set_private_key(seed);
-    s->set_message(prefix + std::to_string(i));
+    s->set_message(absl::StrCat(prefix, i));
   }
   return batch;
 }
